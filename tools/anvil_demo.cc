@@ -14,8 +14,8 @@ int main() {
   Expr index = floordiv(i * 4 + j, 4) * 4 + floormod(i * 4 + j, 4);
   Expr guard = i * 4 + j < 64;
   Stmt body = IfThenElse::make(guard, Store::make(a, Load::make(b, {i, j}) * 2.0f, {index}));
-  Stmt loops = For::make(i, 0, 16, ForKind::kParallel,
-                         For::make(j, 0, 4, ForKind::kVectorized, body));
+  Stmt loops =
+      For::make(i, 0, 16, ForKind::kParallel, For::make(j, 0, 4, ForKind::kVectorized, body));
   std::cout << "before simplification:\n" << loops << "\n";
   std::cout << "after simplification:\n" << anvil::arith::simplify(loops) << "\n";
   return 0;

@@ -39,7 +39,13 @@ std::ostream& operator<<(std::ostream& os, const IntBounds& b);
 using VarBounds = std::unordered_map<const ir::Variable*, IntBounds>;
 
 // The interval of an integer or bool expression (over all lanes of a vector). Loads and calls
-// range over their type; a Let's variable takes its value's interval.
+// range over their type; a Let's variable takes its value's interval; float and handle
+// expressions get everything. A comparison or logic node is {0}, {1} or [0, 1].
+//
+// Overflow: int32 and int64 arithmetic is assumed never to overflow (as in Halide and TVM), so
+// its interval is the mathematical one, cut to the type's range. Unsigned and narrower signed
+// arithmetic wraps, so a result that may leave its type's range gets the whole range. A cast
+// keeps its operand's interval when that fits the target type, and the target's range otherwise.
 IntBounds bounds_of(const ir::Expr& e, const VarBounds& vars = {});
 
 }  // namespace anvil::arith

@@ -31,7 +31,11 @@ std::ostream& operator<<(std::ostream& os, const ModularSet& m);
 using VarModular = std::unordered_map<const ir::Variable*, ModularSet>;
 
 // The modular set of an integer expression (its scalar value, or every lane of a Ramp or
-// Broadcast). Variables absent from the map are unconstrained.
+// Broadcast). Variables absent from the map are unconstrained. Division and modulo are
+// understood by nonzero constants only. As in bounds_of, int32 and int64 arithmetic is assumed
+// never to overflow; unsigned and narrower signed arithmetic wraps modulo 2^bits, which keeps
+// only the power-of-two part of a coefficient. When a product or sum of the analysis itself
+// would overflow int64, the answer is everything.
 ModularSet modular_set_of(const ir::Expr& e, const VarModular& vars = {});
 
 }  // namespace anvil::arith

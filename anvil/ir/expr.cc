@@ -10,7 +10,8 @@ namespace anvil::ir {
 const char* node_type_name(IRNodeType type) {
   switch (type) {
 #define ANVIL_NAME_ENTRY(name) \
-  case IRNodeType::name: return #name;
+  case IRNodeType::name:       \
+    return #name;
     ANVIL_FOR_EACH_EXPR_NODE(ANVIL_NAME_ENTRY)
     ANVIL_FOR_EACH_STMT_NODE(ANVIL_NAME_ENTRY)
 #undef ANVIL_NAME_ENTRY
@@ -41,8 +42,8 @@ void check_scalar_int(const Expr& e, const char* node, const char* operand) {
 void check_same_type(const char* node, const Expr& a, const Expr& b) {
   check_defined(a, node, "a");
   check_defined(b, node, "b");
-  ANVIL_CHECK(a.type() == b.type(), node, ": operand types differ: ", a, " is ", a.type(),
-              " but ", b, " is ", b.type());
+  ANVIL_CHECK(a.type() == b.type(), node, ": operand types differ: ", a, " is ", a.type(), " but ",
+              b, " is ", b.type());
 }
 
 template <typename T>
@@ -105,7 +106,8 @@ Expr IntImm::make(DataType t, int64_t value) {
 Expr FloatImm::make(DataType t, double value) {
   ANVIL_CHECK(t.is_scalar() && t.is_float(), "FloatImm: type must be a scalar float, not ", t);
   FloatImm* node = new_node<FloatImm>(t);
-  node->value = value;
+  // A float32 constant holds exactly the value a float32 can: 0.1 becomes 0.1f.
+  node->value = t.bits() == 32 ? static_cast<double>(static_cast<float>(value)) : value;
   return node;
 }
 
@@ -129,11 +131,21 @@ Expr Cast::make(DataType t, Expr value) {
   return node;
 }
 
-Expr Add::make(Expr a, Expr b) { return make_arith<Add>("Add", std::move(a), std::move(b)); }
-Expr Sub::make(Expr a, Expr b) { return make_arith<Sub>("Sub", std::move(a), std::move(b)); }
-Expr Mul::make(Expr a, Expr b) { return make_arith<Mul>("Mul", std::move(a), std::move(b)); }
-Expr Min::make(Expr a, Expr b) { return make_arith<Min>("Min", std::move(a), std::move(b)); }
-Expr Max::make(Expr a, Expr b) { return make_arith<Max>("Max", std::move(a), std::move(b)); }
+Expr Add::make(Expr a, Expr b) {
+  return make_arith<Add>("Add", std::move(a), std::move(b));
+}
+Expr Sub::make(Expr a, Expr b) {
+  return make_arith<Sub>("Sub", std::move(a), std::move(b));
+}
+Expr Mul::make(Expr a, Expr b) {
+  return make_arith<Mul>("Mul", std::move(a), std::move(b));
+}
+Expr Min::make(Expr a, Expr b) {
+  return make_arith<Min>("Min", std::move(a), std::move(b));
+}
+Expr Max::make(Expr a, Expr b) {
+  return make_arith<Max>("Max", std::move(a), std::move(b));
+}
 
 Expr Div::make(Expr a, Expr b) {
   check_same_type("Div", a, b);
@@ -156,15 +168,31 @@ Expr TruncMod::make(Expr a, Expr b) {
   return make_int_division<TruncMod>("TruncMod", std::move(a), std::move(b));
 }
 
-Expr EQ::make(Expr a, Expr b) { return make_compare<EQ>("EQ", std::move(a), std::move(b), true); }
-Expr NE::make(Expr a, Expr b) { return make_compare<NE>("NE", std::move(a), std::move(b), true); }
-Expr LT::make(Expr a, Expr b) { return make_compare<LT>("LT", std::move(a), std::move(b), false); }
-Expr LE::make(Expr a, Expr b) { return make_compare<LE>("LE", std::move(a), std::move(b), false); }
-Expr GT::make(Expr a, Expr b) { return make_compare<GT>("GT", std::move(a), std::move(b), false); }
-Expr GE::make(Expr a, Expr b) { return make_compare<GE>("GE", std::move(a), std::move(b), false); }
+Expr EQ::make(Expr a, Expr b) {
+  return make_compare<EQ>("EQ", std::move(a), std::move(b), true);
+}
+Expr NE::make(Expr a, Expr b) {
+  return make_compare<NE>("NE", std::move(a), std::move(b), true);
+}
+Expr LT::make(Expr a, Expr b) {
+  return make_compare<LT>("LT", std::move(a), std::move(b), false);
+}
+Expr LE::make(Expr a, Expr b) {
+  return make_compare<LE>("LE", std::move(a), std::move(b), false);
+}
+Expr GT::make(Expr a, Expr b) {
+  return make_compare<GT>("GT", std::move(a), std::move(b), false);
+}
+Expr GE::make(Expr a, Expr b) {
+  return make_compare<GE>("GE", std::move(a), std::move(b), false);
+}
 
-Expr And::make(Expr a, Expr b) { return make_logic<And>("And", std::move(a), std::move(b)); }
-Expr Or::make(Expr a, Expr b) { return make_logic<Or>("Or", std::move(a), std::move(b)); }
+Expr And::make(Expr a, Expr b) {
+  return make_logic<And>("And", std::move(a), std::move(b));
+}
+Expr Or::make(Expr a, Expr b) {
+  return make_logic<Or>("Or", std::move(a), std::move(b));
+}
 
 Expr Not::make(Expr a) {
   check_defined(a, "Not", "a");
@@ -180,7 +208,9 @@ Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
   DataType t = true_value.type();
   DataType c = condition.type();
   ANVIL_CHECK(c.is_bool() && (c.lanes() == 1 || c.lanes() == t.lanes()),
-              "Select: condition must be bool with 1 or ", t.lanes(), " lanes, not ", c);
+              "Select: condition must be ",
+              t.is_scalar() ? "a scalar bool" : str("bool with 1 or ", t.lanes(), " lanes"),
+              ", not ", c, " (the values are ", t, ")");
   Select* node = new_node<Select>(t);
   node->condition = std::move(condition);
   node->true_value = std::move(true_value);
@@ -213,9 +243,12 @@ Expr Broadcast::make(Expr value, int lanes) {
 
 const char* memory_scope_name(MemoryScope scope) {
   switch (scope) {
-    case MemoryScope::kGlobal: return "global";
-    case MemoryScope::kShared: return "shared";
-    case MemoryScope::kLocal: return "local";
+    case MemoryScope::kGlobal:
+      return "global";
+    case MemoryScope::kShared:
+      return "shared";
+    case MemoryScope::kLocal:
+      return "local";
   }
   return "?";
 }
@@ -303,17 +336,21 @@ struct IntrinsicInfo {
 };
 
 constexpr IntrinsicInfo kIntrinsics[] = {
-    {"exp", 1},  {"exp2", 1},  {"log", 1},   {"log2", 1},  {"sqrt", 1},  {"rsqrt", 1},
-    {"tanh", 1}, {"sigmoid", 1}, {"erf", 1}, {"pow", 2},   {"fabs", 1},  {"floor", 1},
-    {"ceil", 1}, {"round", 1}, {"trunc", 1}, {"fma", 3},   {"sin", 1},   {"cos", 1},
+    {"exp", 1},  {"exp2", 1},    {"log", 1},   {"log2", 1}, {"sqrt", 1}, {"rsqrt", 1},
+    {"tanh", 1}, {"sigmoid", 1}, {"erf", 1},   {"pow", 2},  {"fabs", 1}, {"floor", 1},
+    {"ceil", 1}, {"round", 1},   {"trunc", 1}, {"fma", 3},  {"sin", 1},  {"cos", 1},
 };
 static_assert(sizeof(kIntrinsics) / sizeof(kIntrinsics[0]) ==
               static_cast<size_t>(Intrinsic::kCos) + 1);
 
 }  // namespace
 
-const char* intrinsic_name(Intrinsic op) { return kIntrinsics[static_cast<int>(op)].name; }
-int intrinsic_arity(Intrinsic op) { return kIntrinsics[static_cast<int>(op)].arity; }
+const char* intrinsic_name(Intrinsic op) {
+  return kIntrinsics[static_cast<int>(op)].name;
+}
+int intrinsic_arity(Intrinsic op) {
+  return kIntrinsics[static_cast<int>(op)].arity;
+}
 
 Expr Call::make(Intrinsic op, std::vector<Expr> args) {
   const char* name = intrinsic_name(op);
@@ -323,8 +360,8 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     check_defined(arg, "Call", name);
     ANVIL_CHECK(arg.type().is_float(), "Call ", name, ": arguments must be floats, but ", arg,
                 " is ", arg.type());
-    ANVIL_CHECK(arg.type() == args[0].type(), "Call ", name, ": argument types differ: ",
-                args[0].type(), " and ", arg.type());
+    ANVIL_CHECK(arg.type() == args[0].type(), "Call ", name,
+                ": argument types differ: ", args[0].type(), " and ", arg.type());
   }
   Call* node = new_node<Call>(args[0].type());
   node->op = op;
@@ -342,9 +379,9 @@ Range Range::make(Expr min, Expr extent) {
 
 IterVar IterVar::make(Var var, Range dom, IterKind kind, std::string thread_tag) {
   ANVIL_CHECK(var.defined() && var.type().is_int_or_uint(), "IterVar: variable must be an integer");
-  if (dom.min.defined()) {
-    ANVIL_CHECK(dom.min.type() == var.type(), "IterVar '", var.name(), "' is ", var.type(),
-                " but its domain is ", dom.min.type());
+  for (const Expr& e : {dom.min, dom.extent}) {
+    ANVIL_CHECK(!e.defined() || e.type() == var.type(), "IterVar '", var.name(), "' is ",
+                var.type(), " but its domain is ", e.type());
   }
   ANVIL_CHECK((kind == IterKind::kThread) == !thread_tag.empty(), "IterVar '", var.name(),
               "': a thread tag is given exactly for thread axes");
@@ -359,10 +396,10 @@ IterVar IterVar::make(Var var, Range dom, IterKind kind, std::string thread_tag)
 CommReducer CommReducer::make(Var lhs, Var rhs, Expr result, Expr identity) {
   ANVIL_CHECK(lhs.defined() && rhs.defined() && result.defined() && identity.defined(),
               "CommReducer: every part must be defined");
-  ANVIL_CHECK(lhs.type() == rhs.type() && lhs.type() == result.type() &&
-                  lhs.type() == identity.type(),
-              "CommReducer: lhs (", lhs.type(), "), rhs (", rhs.type(), "), result (",
-              result.type(), ") and identity (", identity.type(), ") must share one type");
+  ANVIL_CHECK(
+      lhs.type() == rhs.type() && lhs.type() == result.type() && lhs.type() == identity.type(),
+      "CommReducer: lhs (", lhs.type(), "), rhs (", rhs.type(), "), result (", result.type(),
+      ") and identity (", identity.type(), ") must share one type");
   CommReducerNode* node = new CommReducerNode();
   node->lhs = std::move(lhs);
   node->rhs = std::move(rhs);

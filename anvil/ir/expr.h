@@ -174,8 +174,24 @@ struct Let final : ExprNode<Let> {
 
 // Pure intrinsic functions. The table in expr.cc gives each one's name and arity.
 enum class Intrinsic : uint8_t {
-  kExp, kExp2, kLog, kLog2, kSqrt, kRsqrt, kTanh, kSigmoid, kErf, kPow, kFabs, kFloor, kCeil,
-  kRound, kTrunc, kFma, kSin, kCos,
+  kExp,
+  kExp2,
+  kLog,
+  kLog2,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kPow,
+  kFabs,
+  kFloor,
+  kCeil,
+  kRound,
+  kTrunc,
+  kFma,
+  kSin,
+  kCos,
 };
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);

@@ -1,5 +1,6 @@
 #include "anvil/ir/op.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "anvil/ir/visitor.h"
@@ -20,14 +21,22 @@ Expr make_const(DataType t, double value) {
   } else {
     ANVIL_CHECK(value == std::trunc(value), "make_const: ", value, " is not an integer, so it ",
                 "cannot be a constant of type ", t);
+    // Converting a double outside int64's range is undefined: never let it wrap silently.
+    ANVIL_CHECK(value >= -0x1p63 && value < 0x1p63, "make_const: ", value, " does not fit in ", t);
     scalar = IntImm::make(t.element_of(), static_cast<int64_t>(value));
   }
   return t.is_vector() ? Broadcast::make(scalar, t.lanes()) : scalar;
 }
 
-Expr make_zero(DataType t) { return make_const(t, int64_t{0}); }
-Expr make_one(DataType t) { return make_const(t, int64_t{1}); }
-Expr make_bool(bool value, int lanes) { return make_const(DataType::Bool(lanes), int64_t{value}); }
+Expr make_zero(DataType t) {
+  return make_const(t, int64_t{0});
+}
+Expr make_one(DataType t) {
+  return make_const(t, int64_t{1});
+}
+Expr make_bool(bool value, int lanes) {
+  return make_const(DataType::Bool(lanes), int64_t{value});
+}
 
 std::optional<int64_t> as_const_int(const Expr& e) {
   if (const Broadcast* b = e.as<Broadcast>()) return as_const_int(b->value);
@@ -71,11 +80,16 @@ Expr retype_literal(const Expr& e, DataType t) {
 void match_types(Expr& a, Expr& b) {
   ANVIL_CHECK(a.defined() && b.defined(), "operand is undefined");
   if (a.type() == b.type()) return;
-  if (is_const(b) && !is_const(a)) {
-    b = retype_literal(b, a.type());
-  } else if (is_const(a) && !is_const(b)) {
-    a = retype_literal(a, b.type());
-  } else if (a.type().is_scalar() && b.type().is_vector() && a.type() == b.type().element_of()) {
+  // A literal takes the other side's element type but never loses lanes: a vector literal
+  // against a scalar stays a vector, and the scalar is broadcast below.
+  int lanes = std::max(a.type().lanes(), b.type().lanes());
+  // Between two literals, the right one follows the left (make_zero(Int64()) + 1 is int64).
+  if (is_const(b)) {
+    b = retype_literal(b, a.type().with_lanes(lanes));
+  } else if (is_const(a)) {
+    a = retype_literal(a, b.type().with_lanes(lanes));
+  }
+  if (a.type().is_scalar() && b.type().is_vector() && a.type() == b.type().element_of()) {
     a = Broadcast::make(a, b.type().lanes());
   } else if (b.type().is_scalar() && a.type().is_vector() && b.type() == a.type().element_of()) {
     b = Broadcast::make(b, a.type().lanes());
@@ -86,36 +100,75 @@ void match_types(Expr& a, Expr& b) {
   match_types(a, b);        \
   return expr
 
-Expr operator+(Expr a, Expr b) { ANVIL_MATCHED(Add::make(a, b)); }
-Expr operator-(Expr a, Expr b) { ANVIL_MATCHED(Sub::make(a, b)); }
-Expr operator*(Expr a, Expr b) { ANVIL_MATCHED(Mul::make(a, b)); }
-Expr operator/(Expr a, Expr b) { ANVIL_MATCHED(Div::make(a, b)); }
-Expr operator<(Expr a, Expr b) { ANVIL_MATCHED(LT::make(a, b)); }
-Expr operator<=(Expr a, Expr b) { ANVIL_MATCHED(LE::make(a, b)); }
-Expr operator>(Expr a, Expr b) { ANVIL_MATCHED(GT::make(a, b)); }
-Expr operator>=(Expr a, Expr b) { ANVIL_MATCHED(GE::make(a, b)); }
-Expr operator==(Expr a, Expr b) { ANVIL_MATCHED(EQ::make(a, b)); }
-Expr operator!=(Expr a, Expr b) { ANVIL_MATCHED(NE::make(a, b)); }
-Expr operator&&(Expr a, Expr b) { ANVIL_MATCHED(And::make(a, b)); }
-Expr operator||(Expr a, Expr b) { ANVIL_MATCHED(Or::make(a, b)); }
-Expr floordiv(Expr a, Expr b) { ANVIL_MATCHED(FloorDiv::make(a, b)); }
-Expr floormod(Expr a, Expr b) { ANVIL_MATCHED(FloorMod::make(a, b)); }
-Expr truncdiv(Expr a, Expr b) { ANVIL_MATCHED(TruncDiv::make(a, b)); }
-Expr truncmod(Expr a, Expr b) { ANVIL_MATCHED(TruncMod::make(a, b)); }
-Expr min(Expr a, Expr b) { ANVIL_MATCHED(Min::make(a, b)); }
-Expr max(Expr a, Expr b) { ANVIL_MATCHED(Max::make(a, b)); }
+Expr operator+(Expr a, Expr b) {
+  ANVIL_MATCHED(Add::make(a, b));
+}
+Expr operator-(Expr a, Expr b) {
+  ANVIL_MATCHED(Sub::make(a, b));
+}
+Expr operator*(Expr a, Expr b) {
+  ANVIL_MATCHED(Mul::make(a, b));
+}
+Expr operator/(Expr a, Expr b) {
+  ANVIL_MATCHED(Div::make(a, b));
+}
+Expr operator<(Expr a, Expr b) {
+  ANVIL_MATCHED(LT::make(a, b));
+}
+Expr operator<=(Expr a, Expr b) {
+  ANVIL_MATCHED(LE::make(a, b));
+}
+Expr operator>(Expr a, Expr b) {
+  ANVIL_MATCHED(GT::make(a, b));
+}
+Expr operator>=(Expr a, Expr b) {
+  ANVIL_MATCHED(GE::make(a, b));
+}
+Expr operator==(Expr a, Expr b) {
+  ANVIL_MATCHED(EQ::make(a, b));
+}
+Expr operator!=(Expr a, Expr b) {
+  ANVIL_MATCHED(NE::make(a, b));
+}
+Expr operator&&(Expr a, Expr b) {
+  ANVIL_MATCHED(And::make(a, b));
+}
+Expr operator||(Expr a, Expr b) {
+  ANVIL_MATCHED(Or::make(a, b));
+}
+Expr floordiv(Expr a, Expr b) {
+  ANVIL_MATCHED(FloorDiv::make(a, b));
+}
+Expr floormod(Expr a, Expr b) {
+  ANVIL_MATCHED(FloorMod::make(a, b));
+}
+Expr truncdiv(Expr a, Expr b) {
+  ANVIL_MATCHED(TruncDiv::make(a, b));
+}
+Expr truncmod(Expr a, Expr b) {
+  ANVIL_MATCHED(TruncMod::make(a, b));
+}
+Expr min(Expr a, Expr b) {
+  ANVIL_MATCHED(Min::make(a, b));
+}
+Expr max(Expr a, Expr b) {
+  ANVIL_MATCHED(Max::make(a, b));
+}
 #undef ANVIL_MATCHED
 
 Expr operator-(Expr a) {
   ANVIL_CHECK(a.defined(), "negation of an undefined expression");
-  if (std::optional<int64_t> i = as_const_int(a); i && !a.type().is_bool()) {
-    return make_const(a.type(), -*i);
-  }
+  // A signed constant folds, except the type's minimum, whose negation does not fit (and for
+  // int64 would overflow here). Unsigned constants wrap like variables: a subtraction.
+  std::optional<int64_t> i = as_const_int(a);
+  if (i && a.type().is_int() && *i > a.type().min_value()) return make_const(a.type(), -*i);
   if (std::optional<double> f = as_const_float(a)) return make_const(a.type(), -*f);
   return Sub::make(make_zero(a.type()), a);
 }
 
-Expr operator!(Expr a) { return Not::make(std::move(a)); }
+Expr operator!(Expr a) {
+  return Not::make(std::move(a));
+}
 
 Expr select(Expr condition, Expr true_value, Expr false_value) {
   match_types(true_value, false_value);

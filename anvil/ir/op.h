@@ -12,6 +12,9 @@ namespace anvil::ir {
 // A constant of type t (a Broadcast when t is a vector). Throws when t cannot hold it.
 Expr make_const(DataType t, int64_t value);
 Expr make_const(DataType t, double value);
+inline Expr make_const(DataType t, int value) {
+  return make_const(t, int64_t{value});
+}
 Expr make_zero(DataType t);
 Expr make_one(DataType t);
 Expr make_bool(bool value, int lanes = 1);
@@ -20,8 +23,12 @@ Expr make_bool(bool value, int lanes = 1);
 std::optional<int64_t> as_const_int(const Expr& e);
 std::optional<double> as_const_float(const Expr& e);
 bool is_const_int(const Expr& e, int64_t value);
-inline bool is_zero(const Expr& e) { return is_const_int(e, 0); }
-inline bool is_one(const Expr& e) { return is_const_int(e, 1); }
+inline bool is_zero(const Expr& e) {
+  return is_const_int(e, 0);
+}
+inline bool is_one(const Expr& e) {
+  return is_const_int(e, 1);
+}
 // Any integer, bool or float immediate (or a Broadcast of one).
 bool is_const(const Expr& e);
 

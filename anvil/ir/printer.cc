@@ -1,7 +1,10 @@
 #include "anvil/ir/printer.h"
 
+#include <charconv>
 #include <cmath>
 #include <iomanip>
+#include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "anvil/ir/visitor.h"
@@ -11,7 +14,16 @@ namespace anvil::ir {
 namespace {
 
 // Binding strength of infix operators; higher binds tighter.
-enum Precedence : int { kLowest = 0, kOr = 1, kAnd = 2, kCompare = 3, kSum = 4, kProduct = 5, kUnary = 6, kAtom = 7 };
+enum Precedence : int {
+  kLowest = 0,
+  kOr = 1,
+  kAnd = 2,
+  kCompare = 3,
+  kSum = 4,
+  kProduct = 5,
+  kUnary = 6,
+  kAtom = 7
+};
 
 class Printer : public IRVisitor {
  public:
@@ -52,16 +64,23 @@ class Printer : public IRVisitor {
   }
 
   void visit(const FloatImm* op) override {
-    std::ostringstream text;
-    text << std::setprecision(9) << op->value;
-    std::string s = text.str();
-    if (std::isfinite(op->value) && s.find_first_of(".e") == std::string::npos) s += ".0";
-    if (op->type == DataType::Float32()) {
+    // The shortest text that reads back as the same value: of the float for float32 (so 0.1f
+    // prints as 0.1f), of the double otherwise (so distinct float64 values print distinctly).
+    bool finite = std::isfinite(op->value);
+    bool as_float = op->type == DataType::Float32() &&
+                    (!finite || std::fabs(op->value) <= std::numeric_limits<float>::max());
+    char buffer[64];
+    std::to_chars_result r =
+        as_float ? std::to_chars(buffer, std::end(buffer), static_cast<float>(op->value))
+                 : std::to_chars(buffer, std::end(buffer), op->value);
+    std::string s(buffer, r.ptr);
+    if (finite && s.find_first_of(".e") == std::string::npos) s += ".0";
+    if (finite && op->type == DataType::Float32()) {
       os_ << s << "f";
-    } else if (op->type == DataType::Float(64)) {
+    } else if (finite && op->type == DataType::Float(64)) {
       os_ << s;
     } else {
-      os_ << op->type << "(" << s << ")";
+      os_ << op->type << "(" << s << ")";  // other widths, and inf and nan of every width
     }
   }
 
@@ -116,12 +135,17 @@ class Printer : public IRVisitor {
   }
 
   void visit(const Load* op) override {
+    // "A[i] if p" is not an atom: as an operand it needs parentheses, or `(A[i] if p)*2` would
+    // read as a load predicated on p*2.
+    bool parens = op->predicate.defined() && context_ > kLowest;
+    if (parens) os_ << "(";
     os_ << op->buffer->name;
     indices(op->indices);
     if (op->predicate.defined()) {
       os_ << " if ";
       print(op->predicate, kAtom);
     }
+    if (parens) os_ << ")";
   }
 
   void visit(const Let* op) override {
@@ -216,9 +240,15 @@ class Printer : public IRVisitor {
   void visit(const For* op) override {
     indent();
     switch (op->kind) {
-      case ForKind::kSerial: os_ << "for ("; break;
-      case ForKind::kThreadBinding: os_ << "for " << op->thread_tag << " ("; break;
-      default: os_ << for_kind_name(op->kind) << " for ("; break;
+      case ForKind::kSerial:
+        os_ << "for (";
+        break;
+      case ForKind::kThreadBinding:
+        os_ << "for " << op->thread_tag << " (";
+        break;
+      default:
+        os_ << for_kind_name(op->kind) << " for (";
+        break;
     }
     os_ << op->var.name() << ", ";
     print(op->min);

@@ -38,8 +38,9 @@ Stmt AttrStmt::make(std::string key, Expr node_ref, Expr value, Stmt body) {
 }
 
 Stmt AssertStmt::make(Expr condition, std::string message, Stmt body) {
-  ANVIL_CHECK(condition.defined() && condition.type() == DataType::Bool(),
-              "AssertStmt: condition must be a scalar bool");
+  ANVIL_CHECK(condition.defined(), "AssertStmt: condition is undefined");
+  ANVIL_CHECK(condition.type() == DataType::Bool(), "AssertStmt: condition must be a scalar bool, ",
+              "not ", condition.type());
   check_body(body, "AssertStmt");
   AssertStmt* node = new AssertStmt();
   node->condition = std::move(condition);
@@ -73,24 +74,32 @@ Stmt Allocate::make(Buffer buffer, Stmt body) {
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kUnrolled: return "unrolled";
-    case ForKind::kThreadBinding: return "thread_binding";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kUnrolled:
+      return "unrolled";
+    case ForKind::kThreadBinding:
+      return "thread_binding";
   }
   return "?";
 }
 
 Stmt For::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag) {
-  ANVIL_CHECK(var.defined() && var.type().is_int_or_uint(), "For: loop variable must be an integer");
+  ANVIL_CHECK(var.defined() && var.type().is_int_or_uint(),
+              "For: loop variable must be an integer");
   ANVIL_CHECK(min.defined() && extent.defined(), "For '", var.name(), "': min and extent must be ",
               "defined");
   ANVIL_CHECK(min.type() == var.type() && extent.type() == var.type(), "For '", var.name(),
               "': variable is ", var.type(), " but min is ", min.type(), " and extent is ",
               extent.type());
   ANVIL_CHECK((kind == ForKind::kThreadBinding) == !thread_tag.empty(), "For '", var.name(),
-              "': a thread tag is given exactly for thread-bound loops");
+              "': a thread tag is given exactly for thread-bound loops, but this ",
+              for_kind_name(kind), " loop has ",
+              thread_tag.empty() ? std::string("none") : "thread tag '" + thread_tag + "'");
   check_body(body, "For");
   For* node = new For();
   node->var = std::move(var);
@@ -103,8 +112,9 @@ Stmt For::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::str
 }
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
-  ANVIL_CHECK(condition.defined() && condition.type() == DataType::Bool(),
-              "IfThenElse: condition must be a scalar bool");
+  ANVIL_CHECK(condition.defined(), "IfThenElse: condition is undefined");
+  ANVIL_CHECK(condition.type() == DataType::Bool(), "IfThenElse: condition must be a scalar bool, ",
+              "not ", condition.type());
   ANVIL_CHECK(then_case.defined(), "IfThenElse: then branch is undefined");
   IfThenElse* node = new IfThenElse();
   node->condition = std::move(condition);

@@ -24,12 +24,24 @@ int64_t DataType::max_value() const {
 std::string DataType::to_string() const {
   std::ostringstream os;
   switch (code_) {
-    case Code::kInt: os << "int" << int{bits_}; break;
-    case Code::kUInt: os << "uint" << int{bits_}; break;
-    case Code::kFloat: os << "float" << int{bits_}; break;
-    case Code::kBFloat: os << "bfloat" << int{bits_}; break;
-    case Code::kBool: os << "bool"; break;
-    case Code::kHandle: os << "handle"; break;
+    case Code::kInt:
+      os << "int" << int{bits_};
+      break;
+    case Code::kUInt:
+      os << "uint" << int{bits_};
+      break;
+    case Code::kFloat:
+      os << "float" << int{bits_};
+      break;
+    case Code::kBFloat:
+      os << "bfloat" << int{bits_};
+      break;
+    case Code::kBool:
+      os << "bool";
+      break;
+    case Code::kHandle:
+      os << "handle";
+      break;
   }
   if (lanes_ > 1) os << "x" << lanes_;
   return os.str();
@@ -40,10 +52,14 @@ namespace {
 bool valid_bits(DataType::Code code, int bits) {
   switch (code) {
     case DataType::Code::kInt:
-    case DataType::Code::kUInt: return bits == 8 || bits == 16 || bits == 32 || bits == 64;
-    case DataType::Code::kFloat: return bits == 16 || bits == 32 || bits == 64;
-    case DataType::Code::kBFloat: return bits == 16;
-    default: return true;
+    case DataType::Code::kUInt:
+      return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    case DataType::Code::kFloat:
+      return bits == 16 || bits == 32 || bits == 64;
+    case DataType::Code::kBFloat:
+      return bits == 16;
+    default:
+      return true;
   }
 }
 
@@ -91,6 +107,8 @@ DataType DataType::parse(std::string_view text) {
   return DataType(code, bits, lanes);
 }
 
-std::ostream& operator<<(std::ostream& os, DataType t) { return os << t.to_string(); }
+std::ostream& operator<<(std::ostream& os, DataType t) {
+  return os << t.to_string();
+}
 
 }  // namespace anvil::ir

@@ -11,7 +11,14 @@ namespace anvil::ir {
 
 class DataType {
  public:
-  enum class Code : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kHandle = 3, kBFloat = 4, kBool = 6 };
+  enum class Code : uint8_t {
+    kInt = 0,
+    kUInt = 1,
+    kFloat = 2,
+    kHandle = 3,
+    kBFloat = 4,
+    kBool = 6
+  };
 
   constexpr DataType() = default;
   constexpr DataType(Code code, int bits, int lanes = 1)

@@ -11,10 +11,12 @@ void IRVisitor::visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e.node_type()) {
 #define ANVIL_DISPATCH(name) \
-  case IRNodeType::name: return visit(static_cast<const name*>(e.get()));
+  case IRNodeType::name:     \
+    return visit(static_cast<const name*>(e.get()));
     ANVIL_FOR_EACH_EXPR_NODE(ANVIL_DISPATCH)
 #undef ANVIL_DISPATCH
-    default: ANVIL_UNREACHABLE("statement node in an expression");
+    default:
+      ANVIL_UNREACHABLE("statement node in an expression");
   }
 }
 
@@ -22,22 +24,26 @@ void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.node_type()) {
 #define ANVIL_DISPATCH(name) \
-  case IRNodeType::name: return visit(static_cast<const name*>(s.get()));
+  case IRNodeType::name:     \
+    return visit(static_cast<const name*>(s.get()));
     ANVIL_FOR_EACH_STMT_NODE(ANVIL_DISPATCH)
 #undef ANVIL_DISPATCH
-    default: ANVIL_UNREACHABLE("expression node in a statement");
+    default:
+      ANVIL_UNREACHABLE("expression node in a statement");
   }
 }
 
 void IRVisitor::visit(const IntImm*) {}
 void IRVisitor::visit(const FloatImm*) {}
 void IRVisitor::visit(const Variable*) {}
-void IRVisitor::visit(const Cast* op) { visit(op->value); }
+void IRVisitor::visit(const Cast* op) {
+  visit(op->value);
+}
 
-#define ANVIL_VISIT_BINARY(name)           \
+#define ANVIL_VISIT_BINARY(name)          \
   void IRVisitor::visit(const name* op) { \
-    visit(op->a);                          \
-    visit(op->b);                          \
+    visit(op->a);                         \
+    visit(op->b);                         \
   }
 ANVIL_VISIT_BINARY(Add)
 ANVIL_VISIT_BINARY(Sub)
@@ -59,7 +65,9 @@ ANVIL_VISIT_BINARY(And)
 ANVIL_VISIT_BINARY(Or)
 #undef ANVIL_VISIT_BINARY
 
-void IRVisitor::visit(const Not* op) { visit(op->a); }
+void IRVisitor::visit(const Not* op) {
+  visit(op->a);
+}
 void IRVisitor::visit(const Select* op) {
   visit(op->condition);
   visit(op->true_value);
@@ -69,7 +77,9 @@ void IRVisitor::visit(const Ramp* op) {
   visit(op->base);
   visit(op->stride);
 }
-void IRVisitor::visit(const Broadcast* op) { visit(op->value); }
+void IRVisitor::visit(const Broadcast* op) {
+  visit(op->value);
+}
 void IRVisitor::visit(const Load* op) {
   for (const Expr& i : op->indices) visit(i);
   visit(op->predicate);
@@ -125,7 +135,9 @@ void IRVisitor::visit(const IfThenElse* op) {
 void IRVisitor::visit(const Seq* op) {
   for (const Stmt& s : op->stmts) visit(s);
 }
-void IRVisitor::visit(const Evaluate* op) { visit(op->value); }
+void IRVisitor::visit(const Evaluate* op) {
+  visit(op->value);
+}
 void IRVisitor::visit(const Barrier*) {}
 
 // ---------------------------------------------------------------------------------------------
@@ -135,10 +147,12 @@ Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e.node_type()) {
 #define ANVIL_DISPATCH(name) \
-  case IRNodeType::name: return visit(static_cast<const name*>(e.get()));
+  case IRNodeType::name:     \
+    return visit(static_cast<const name*>(e.get()));
     ANVIL_FOR_EACH_EXPR_NODE(ANVIL_DISPATCH)
 #undef ANVIL_DISPATCH
-    default: ANVIL_UNREACHABLE("statement node in an expression");
+    default:
+      ANVIL_UNREACHABLE("statement node in an expression");
   }
 }
 
@@ -146,10 +160,12 @@ Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.node_type()) {
 #define ANVIL_DISPATCH(name) \
-  case IRNodeType::name: return visit(static_cast<const name*>(s.get()));
+  case IRNodeType::name:     \
+    return visit(static_cast<const name*>(s.get()));
     ANVIL_FOR_EACH_STMT_NODE(ANVIL_DISPATCH)
 #undef ANVIL_DISPATCH
-    default: ANVIL_UNREACHABLE("expression node in a statement");
+    default:
+      ANVIL_UNREACHABLE("expression node in a statement");
   }
 }
 
@@ -179,9 +195,15 @@ std::vector<IterVar> IRMutator::mutate_axes(const std::vector<IterVar>& axis, bo
   return out;
 }
 
-Expr IRMutator::visit(const IntImm* op) { return op; }
-Expr IRMutator::visit(const FloatImm* op) { return op; }
-Expr IRMutator::visit(const Variable* op) { return op; }
+Expr IRMutator::visit(const IntImm* op) {
+  return op;
+}
+Expr IRMutator::visit(const FloatImm* op) {
+  return op;
+}
+Expr IRMutator::visit(const Variable* op) {
+  return op;
+}
 
 Expr IRMutator::visit(const Cast* op) {
   Expr value = mutate(op->value);
@@ -189,11 +211,11 @@ Expr IRMutator::visit(const Cast* op) {
   return Cast::make(op->type, std::move(value));
 }
 
-#define ANVIL_MUTATE_BINARY(name)                               \
-  Expr IRMutator::visit(const name* op) {                       \
-    Expr a = mutate(op->a), b = mutate(op->b);                  \
-    if (a.same_as(op->a) && b.same_as(op->b)) return op;        \
-    return name::make(std::move(a), std::move(b));              \
+#define ANVIL_MUTATE_BINARY(name)                        \
+  Expr IRMutator::visit(const name* op) {                \
+    Expr a = mutate(op->a), b = mutate(op->b);           \
+    if (a.same_as(op->a) && b.same_as(op->b)) return op; \
+    return name::make(std::move(a), std::move(b));       \
   }
 ANVIL_MUTATE_BINARY(Add)
 ANVIL_MUTATE_BINARY(Sub)
@@ -342,6 +364,8 @@ Stmt IRMutator::visit(const Evaluate* op) {
   return Evaluate::make(std::move(value));
 }
 
-Stmt IRMutator::visit(const Barrier* op) { return op; }
+Stmt IRMutator::visit(const Barrier* op) {
+  return op;
+}
 
 }  // namespace anvil::ir

@@ -2,7 +2,9 @@
 
 namespace anvil::detail {
 
-void throw_user_error(std::string message) { throw Error(std::move(message)); }
+void throw_user_error(std::string message) {
+  throw Error(std::move(message));
+}
 
 void throw_internal_error(const char* file, int line, const char* condition, std::string message) {
   std::string what = str("internal error at ", file, ":", line, ": check '", condition, "' failed");

@@ -39,8 +39,8 @@ namespace detail {
 
 // ANVIL_CHECK(cond, message parts...): a user-facing check. The parts are only evaluated
 // when the check fails.
-#define ANVIL_CHECK(cond, ...) \
-  do {                                                                    \
+#define ANVIL_CHECK(cond, ...)                                                 \
+  do {                                                                         \
     if (!(cond)) ::anvil::detail::throw_user_error(::anvil::str(__VA_ARGS__)); \
   } while (0)
 
@@ -48,14 +48,14 @@ namespace detail {
 #define ANVIL_FAIL(...) ::anvil::detail::throw_user_error(::anvil::str(__VA_ARGS__))
 
 // ANVIL_ICHECK(cond, message parts...): an internal invariant.
-#define ANVIL_ICHECK(cond, ...)                                                       \
-  do {                                                                                \
-    if (!(cond))                                                                      \
-      ::anvil::detail::throw_internal_error(__FILE__, __LINE__, #cond,                \
+#define ANVIL_ICHECK(cond, ...)                                                           \
+  do {                                                                                    \
+    if (!(cond))                                                                          \
+      ::anvil::detail::throw_internal_error(__FILE__, __LINE__, #cond,                    \
                                             ::anvil::str("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 // ANVIL_UNREACHABLE(message parts...): an internal error on a path that must not be taken.
-#define ANVIL_UNREACHABLE(...)                                          \
+#define ANVIL_UNREACHABLE(...)                                             \
   ::anvil::detail::throw_internal_error(__FILE__, __LINE__, "unreachable", \
                                         ::anvil::str("" __VA_OPT__(, ) __VA_ARGS__))
