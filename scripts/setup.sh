@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ make
   clang-14 libclang-rt-14-dev clang-format-14
   libgtest-dev libgmock-dev libbenchmark-dev
+  llvm-15-dev libdlpack-dev libomp-14-dev
+  libopenblas-dev   # the GEMM benchmark's baseline
 )
 
 missing=()

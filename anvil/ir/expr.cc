@@ -112,7 +112,6 @@ Expr FloatImm::make(DataType t, double value) {
 }
 
 Var::Var(std::string name, DataType t) {
-  ANVIL_CHECK(t.is_scalar(), "Var '", name, "': variables are scalars, not ", t);
   static std::atomic<uint64_t> next_id{0};
   Variable* node = new_node<Variable>(t);
   node->name = std::move(name);

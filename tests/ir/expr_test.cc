@@ -208,9 +208,9 @@ TEST(Var, HandleVariablesAreAllowed) {
   EXPECT_EQ(Var("p", handle).type(), handle);
 }
 
-TEST(Var, RejectsVectorTypes) {
-  EXPECT_THAT(user_error([] { Var("vec", DataType::Float32(4)); }),
-              HasSubstr("Var 'vec': variables are scalars, not float32x4"));
+TEST(Var, VectorVariablesAreAllowed) {
+  // Vectorization binds lets to vector values.
+  EXPECT_EQ(Var("vec", DataType::Float32(4)).type(), DataType::Float32(4));
 }
 
 TEST(NodeTypeName, NamesEveryKind) {

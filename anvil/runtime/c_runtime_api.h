@@ -1,0 +1,74 @@
+/* The C ABI between generated kernels, the runtime and its users. Plain C so that generated C
+ * source, LLVM-generated objects and any host program agree on it.
+ *
+ * A kernel is
+ *     int32_t name(const DLTensor* const* args, int32_t nargs, void* ctx);
+ * It checks the rank, shape, dtype, device and alignment of every argument before touching
+ * memory; on a mismatch it calls AnvilSetLastError with a message naming the kernel, the
+ * argument and what was expected, and returns non-zero. `ctx` is reserved for the caller's
+ * context (a device stream, a workspace allocator) and may be NULL on the CPU. */
+#ifndef ANVIL_RUNTIME_C_RUNTIME_API_H_
+#define ANVIL_RUNTIME_C_RUNTIME_API_H_
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ANVIL_DLL __declspec(dllexport)
+#else
+#define ANVIL_DLL __attribute__((visibility("default")))
+#endif
+
+/* Every buffer Anvil allocates, and every argument a kernel requires, is aligned to this. */
+#define ANVIL_ALIGNMENT 64
+
+typedef int32_t (*AnvilKernel)(const DLTensor* const* args, int32_t nargs, void* ctx);
+
+/* The error of the last failed call on this thread ("" when none). */
+ANVIL_DLL const char* AnvilGetLastError(void);
+ANVIL_DLL void AnvilSetLastError(const char* message);
+
+/* A parallel loop body: runs iterations [begin, end) with the captured variables in `closure`.
+ * Returns 0, or non-zero after AnvilSetLastError. */
+typedef int32_t (*AnvilParallelBody)(int64_t begin, int64_t end, void* closure);
+
+/* Runs body over [0, extent) split into contiguous chunks across the runtime's threads.
+ * Returns 0, or the first non-zero code a chunk returned. Nested calls run serially. */
+ANVIL_DLL int32_t AnvilParallelFor(int64_t extent, AnvilParallelBody body, void* closure);
+
+/* Threads used by AnvilParallelFor: ANVIL_NUM_THREADS from the environment, else the number of
+ * cores; AnvilSetNumThreads overrides both (n <= 0 restores the default). */
+ANVIL_DLL int32_t AnvilGetNumThreads(void);
+ANVIL_DLL void AnvilSetNumThreads(int32_t n);
+
+/* Scratch memory for kernels (temporaries too large for the stack), ANVIL_ALIGNMENT-aligned.
+ * Returns NULL (after AnvilSetLastError) when out of memory. */
+ANVIL_DLL void* AnvilWorkspaceAlloc(uint64_t nbytes);
+ANVIL_DLL void AnvilWorkspaceFree(void* ptr);
+
+/* Argument checks, called by every generated kernel entry before it touches memory. Each returns
+ * 0, or -1 after AnvilSetLastError with a message that names the kernel, the argument (index and
+ * name), what was expected and what was found, e.g.
+ *   "matmul: argument 2 ('C'): expected shape[1] = 64, got 65". */
+ANVIL_DLL int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t expected);
+/* `args` itself non-NULL and args[index] non-NULL; a CPU tensor; `ndim` dimensions; dtype
+ * (code, bits, lanes); shape[d] == expected_shape[d] wherever expected_shape[d] >= 0 (-1 marks a
+ * symbolic dimension the kernel binds itself); compact row-major (strides NULL or equal to the
+ * compact strides); data + byte_offset non-NULL and ANVIL_ALIGNMENT-byte aligned. */
+ANVIL_DLL int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
+                                   const char* name, int32_t ndim, const int64_t* expected_shape,
+                                   uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);
+/* A symbolic dimension seen again must agree with its first binding (`var` names it). */
+ANVIL_DLL int32_t AnvilCheckDim(const char* kernel, int32_t index, const char* name, int32_t dim,
+                                const char* var, int64_t got, int64_t expected);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ANVIL_RUNTIME_C_RUNTIME_API_H_ */
