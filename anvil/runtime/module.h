@@ -1,0 +1,31 @@
+// Module: a shared library of compiled kernels, loaded with dlopen. Errors name the file and
+// the symbol: a missing file, a library that is not an Anvil module (it lacks the
+// `anvil_module_version` symbol every generated library exports), a missing kernel.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "anvil/runtime/c_runtime_api.h"
+
+namespace anvil::runtime {
+
+// Every library Anvil generates defines `const int32_t anvil_module_version` with this value.
+constexpr int32_t kModuleVersion = 1;
+
+class Module {
+ public:
+  // Throws std::runtime_error with dlerror()'s text and the path when loading fails.
+  static Module load(const std::string& path);
+
+  // The kernel `name`; throws std::runtime_error naming the module and the kernel when absent.
+  AnvilKernel get_function(const std::string& name) const;
+  bool has_function(const std::string& name) const;
+  const std::string& path() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace anvil::runtime
