@@ -269,6 +269,18 @@ Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape,
   return Buffer(node);
 }
 
+Buffer Buffer::make_flat(const Buffer& buffer, Expr size) {
+  ANVIL_CHECK(buffer.defined(), "Buffer::make_flat: buffer is undefined");
+  check_scalar_int(size, "Buffer::make_flat", "size");
+  BufferNode* node = new BufferNode();
+  node->name = buffer->name;
+  node->dtype = buffer->dtype;
+  node->shape = {std::move(size)};
+  node->data = buffer->data;
+  node->scope = buffer->scope;
+  return Buffer(node);
+}
+
 namespace {
 
 // Lanes of an access: every index is a scalar integer or all vector indices share one lane

@@ -144,6 +144,10 @@ class Buffer : public Ref<BufferNode> {
   // per dimension.
   static Buffer make(std::string name, DataType dtype, std::vector<Expr> shape,
                      std::vector<Expr> strides = {}, MemoryScope scope = MemoryScope::kGlobal);
+  // A one-dimensional view of `buffer` with `size` elements and no strides: the same name,
+  // element type, scope and `data` variable, so it names the same memory (storage flattening
+  // rewrites accesses to it).
+  static Buffer make_flat(const Buffer& buffer, Expr size);
   int ndim() const { return static_cast<int>(get()->shape.size()); }
 };
 

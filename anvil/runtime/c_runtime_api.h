@@ -38,10 +38,12 @@ ANVIL_DLL void AnvilSetLastError(const char* message);
 typedef int32_t (*AnvilParallelBody)(int64_t begin, int64_t end, void* closure);
 
 /* Runs body over [0, extent) split into contiguous chunks across the runtime's threads.
- * Returns 0, or the first non-zero code a chunk returned. Nested calls run serially. */
+ * Returns 0, or the code (and message) of the lowest failing chunk. Calls made inside a
+ * parallel region (this one's or any OpenMP region) run serially on the calling thread. */
 ANVIL_DLL int32_t AnvilParallelFor(int64_t extent, AnvilParallelBody body, void* closure);
 
-/* Threads used by AnvilParallelFor: ANVIL_NUM_THREADS from the environment, else the number of
+/* Threads used by AnvilParallelFor: ANVIL_NUM_THREADS from the environment (read once; a value
+ * that is not an integer in [1, 4096] is reported on stderr and ignored), else the number of
  * cores; AnvilSetNumThreads overrides both (n <= 0 restores the default). */
 ANVIL_DLL int32_t AnvilGetNumThreads(void);
 ANVIL_DLL void AnvilSetNumThreads(int32_t n);
@@ -58,8 +60,11 @@ ANVIL_DLL void AnvilWorkspaceFree(void* ptr);
 ANVIL_DLL int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t expected);
 /* `args` itself non-NULL and args[index] non-NULL; a CPU tensor; `ndim` dimensions; dtype
  * (code, bits, lanes); shape[d] == expected_shape[d] wherever expected_shape[d] >= 0 (-1 marks a
- * symbolic dimension the kernel binds itself); compact row-major (strides NULL or equal to the
- * compact strides); data + byte_offset non-NULL and ANVIL_ALIGNMENT-byte aligned. */
+ * symbolic dimension the kernel binds itself; a NULL expected_shape checks no extent); compact
+ * row-major (strides NULL or equal to the compact strides, except that a dimension of extent 1
+ * may have any stride and an empty tensor any strides: neither changes the layout); data
+ * non-NULL and data + byte_offset ANVIL_ALIGNMENT-byte aligned. Checked in that order; the first
+ * mismatch is reported. */
 ANVIL_DLL int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
                                    const char* name, int32_t ndim, const int64_t* expected_shape,
                                    uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);

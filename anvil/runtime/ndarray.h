@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "anvil/runtime/c_runtime_api.h"
@@ -18,6 +21,8 @@ class NDArray {
   static NDArray empty(std::vector<int64_t> shape, DLDataType dtype, bool zero = false);
 
   bool defined() const { return state_ != nullptr; }
+  // get() and data() are NULL for an undefined NDArray (a kernel's check then names the argument);
+  // the other accessors throw std::logic_error for it.
   DLTensor* get() const;  // stays valid while any copy of this NDArray lives
   const std::vector<int64_t>& shape() const;
   DLDataType dtype() const;
@@ -36,5 +41,17 @@ class NDArray {
 
 DLDataType dl_float32();
 DLDataType dl_int32();
+
+// As Anvil prints them everywhere: "float32", "int32x4", "bool"; "cpu", "cuda:1".
+std::string to_string(DLDataType dtype);
+std::string to_string(DLDevice device);
+
+// device.device_type as stored. Loading the enum itself is undefined behaviour for a code this
+// DLPack (0.6) does not name, which a newer producer's tensor may carry.
+inline int32_t device_type_code(const DLDevice& device) {
+  std::underlying_type_t<DLDeviceType> code;
+  std::memcpy(&code, &device.device_type, sizeof code);
+  return static_cast<int32_t>(code);
+}
 
 }  // namespace anvil::runtime

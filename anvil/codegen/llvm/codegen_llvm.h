@@ -1,6 +1,20 @@
 // LLVM code generation for the CPU (x86-64 with host feature detection, aarch64 by
 // cross-compilation). Compiles lowered functions to machine code, either in process (ORC JIT) or
 // into an object file / shared library that runtime::Module loads.
+//
+// What the generated code promises:
+// - Arguments are checked (count, rank, shape, dtype, alignment) before any memory is touched;
+//   a failure returns -1 with the runtime's message. Symbolic extents bind from the first
+//   argument shape that names them.
+// - Argument buffers never alias one another (each is its own alias scope) and are 64-byte
+//   aligned; a kernel must not be passed the same tensor twice.
+// - Floating point may be contracted, reassociated and use approximate functions (contract,
+//   reassoc, afn); NaN and infinities propagate (no nnan, ninf). Min and Max return NaN when
+//   either operand is NaN. round() takes halfway cases to even.
+// - float32 exp, tanh, sigmoid and erf are inline polynomial approximations that vectorize:
+//   exp within 1 ulp (denormal results included), the others within 2e-7 absolute.
+// - Parallel loops run through AnvilParallelFor; large or symbolic allocations come from
+//   AnvilWorkspaceAlloc and are freed on every exit.
 #pragma once
 
 #include <memory>
@@ -17,7 +31,8 @@ class LLVMModule {
  public:
   // Generates, optimizes (O3) and JIT-compiles `funcs` for `target`. Each function becomes a
   // kernel with the ABI of anvil/runtime/c_runtime_api.h. Throws anvil::Error naming the
-  // function and the node it cannot compile.
+  // function and the node it cannot compile. A target of another architecture compiles without
+  // a JIT: its module emits IR, assembly and objects, and get_function throws.
   static std::unique_ptr<LLVMModule> compile(const std::vector<ir::LoweredFunc>& funcs,
                                              const Target& target);
   virtual ~LLVMModule() = default;

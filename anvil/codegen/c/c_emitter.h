@@ -1,0 +1,202 @@
+// Internals of the C code generator (codegen_c.h), shared by its source files.
+//
+// Scalars map to C scalars. Vectors are scalarized lane by lane: a vector expression is printed
+// as the scalar C expression of one lane, `lane`, and the statement that consumes it (a vector
+// Store, a vector let) wraps it in `for (int32_t lane = 0; lane < n; ++lane)`. A Ramp's lane is
+// base + stride * lane, a Broadcast's lane is its scalar, a vector variable is an array indexed
+// by the lane. The C compiler vectorizes these short loops again.
+//
+// Expressions in C cannot bind variables, so a Let inside an expression is hoisted: its binding
+// becomes a declaration in the statement's "prelude", printed just before the statement. IR
+// expressions are pure, so evaluating the binding first changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "anvil/ir/function.h"
+#include "anvil/ir/visitor.h"
+#include "anvil/support/error.h"
+
+namespace anvil::codegen::c {
+
+// C operator precedence; higher binds tighter.
+enum Prec : int {
+  kTernary = 3,
+  kBitOr = 6,
+  kBitAnd = 8,
+  kEquality = 9,
+  kRelational = 10,
+  kAdditive = 12,
+  kMultiplicative = 13,
+  kUnary = 14,
+  kPostfix = 16,
+};
+
+// A C expression and how tightly its outermost operator binds.
+struct CExpr {
+  std::string text;
+  int prec = kPostfix;
+};
+
+// The text of `e`, parenthesized when it binds looser than `min_prec`.
+std::string paren(const CExpr& e, int min_prec);
+
+// ---- C spelling of types, names and literals (c_names.cc)
+
+// C type of a scalar value of `t`'s element type (`_Bool` for bool, `void*` for handles).
+// Throws anvil::Error naming `what` for float16 and bfloat16.
+std::string c_type(ir::DataType t, std::string_view what);
+// C type of one element in memory: as c_type, but bool is stored as one byte (uint8_t).
+std::string c_storage_type(ir::DataType t, std::string_view what);
+// Suffix naming a scalar type in helper names: i32, u8, f32, f64.
+std::string type_suffix(ir::DataType t);
+// True for integer types narrower than C's int, whose arithmetic C performs in int.
+bool is_narrow_int(ir::DataType t);
+
+// A C string literal holding `s`.
+std::string c_string(std::string_view s);
+// `s` made safe inside a C block comment.
+std::string c_comment(std::string_view s);
+
+// Names that generated code must not use for its own variables (keywords, standard types,
+// functions and macros it calls or includes, runtime and helper names).
+bool is_reserved_name(const std::string& name);
+// A valid C identifier: [A-Za-z_][A-Za-z0-9_]*.
+bool is_c_identifier(std::string_view name);
+
+// Unique, C-safe local names for one kernel and its outlined parallel bodies.
+class NameTable {
+ public:
+  explicit NameTable(const std::set<std::string>& taken) : used_(taken.begin(), taken.end()) {}
+  // `hint` sanitized into an identifier, made distinct from every name given out before.
+  std::string fresh(std::string_view hint);
+  // As fresh, and distinct from `globals` too; adds the name to them.
+  std::string fresh_global(std::string_view hint, std::set<std::string>& globals);
+
+ private:
+  std::unordered_set<std::string> used_;
+};
+
+// ---- the module being generated
+
+struct ModuleContext {
+  std::map<std::string, std::string> helpers;  // name -> definition, printed in name order
+  std::set<std::string> runtime;               // runtime functions called (declared up front)
+  std::set<std::string> globals;               // kernel and outlined function names
+  std::string functions;                       // definitions, outlined bodies before their user
+};
+
+// Emits one LoweredFunc: the kernel entry, its argument checks, its body, and a static function
+// for every parallel loop in it.
+class FunctionEmitter : public ir::IRVisitor {
+ public:
+  FunctionEmitter(ModuleContext& module, const ir::LoweredFunc& func);
+  void emit();  // appends the definitions to module.functions
+
+  using ir::IRVisitor::visit;
+
+ protected:
+  void visit(const ir::LetStmt* op) override;
+  void visit(const ir::AttrStmt* op) override;
+  void visit(const ir::AssertStmt* op) override;
+  void visit(const ir::Store* op) override;
+  void visit(const ir::Allocate* op) override;
+  void visit(const ir::For* op) override;
+  void visit(const ir::IfThenElse* op) override;
+  void visit(const ir::Seq* op) override;
+  void visit(const ir::Evaluate* op) override;
+  void visit(const ir::Barrier* op) override;
+
+ private:
+  struct BufferInfo {
+    std::string name;     // the C pointer or array
+    ir::DataType dtype;   // element type (may have lanes)
+    std::string pointer;  // C type of a pointer to it: "float*", "const float*"
+    std::string what;     // "argument 'A'", "allocation 'T'"
+  };
+  struct SavedName {
+    const ir::Variable* var;
+    bool had;
+    std::string previous;
+  };
+
+  template <typename... Args>
+  [[noreturn]] void fail(const Args&... parts) const;
+
+  // ---- output
+  void line(const std::string& text);
+  void open(const std::string& head);  // `head {` and indent
+  void close();                        // dedent and `}`
+  // Prints the hoisted bindings collected while printing the current statement's expressions.
+  void flush_prelude();
+  // Frees the live workspace allocations and returns -1.
+  void fail_return();
+
+  // ---- variables and buffers
+  SavedName bind(const ir::Variable* var, const std::string& name);
+  void restore(const SavedName& saved);
+  const std::string& var_name(const ir::Variable* var) const;
+  const BufferInfo& buffer(const ir::Buffer& b, const char* access) const;
+
+  // ---- expressions (c_expr.cc). `lane` is the lane a vector expression is printed for.
+  CExpr expr(const ir::Expr& e, const CExpr* lane = nullptr);
+  CExpr int_literal(ir::DataType t, int64_t value) const;
+  CExpr float_literal(ir::DataType t, double value) const;
+  CExpr arith(const ir::Expr& e, const char* op, int prec, const CExpr* lane);
+  CExpr compare(const ir::Expr& e, const char* op, int prec, const CExpr* lane);
+  CExpr helper_call(const std::string& helper, const ir::Expr& a, const ir::Expr& b,
+                    const CExpr* lane);
+  CExpr division(const ir::Expr& e, bool floor, bool mod, const CExpr* lane);
+  CExpr ramp(const ir::Ramp* op, const CExpr& lane);
+  CExpr load(const ir::Load* op, const CExpr* lane);
+  CExpr let(const ir::Let* op, const CExpr* lane);
+  CExpr call(const ir::Call* op, const CExpr* lane);
+  // Declares `name` holding `value` in the prelude (an array filled lane by lane for vectors).
+  void hoist(const std::string& name, const ir::Expr& value);
+  // The lane of an access's index for result lane `lane` of an access with `lanes` lanes per
+  // element, and the element offset within it (empty for scalar elements).
+  std::pair<CExpr, std::string> element_lane(int elem_lanes, const CExpr& lane) const;
+
+  // ---- statements (c_stmt.cc)
+  void emit_loop(const ir::For* op);
+  void emit_parallel(const ir::For* op);
+  void emit_vector_store(const ir::Store* op, const BufferInfo& info);
+  bool store_needs_copy(const ir::Store* op) const;
+
+  // ---- entry (codegen_c.cc)
+  void emit_entry_checks();
+
+  ModuleContext& module_;
+  const ir::LoweredFunc& func_;
+  NameTable names_;
+  std::unordered_map<const ir::Variable*, std::string> vars_;
+  std::unordered_map<const ir::Variable*, BufferInfo> buffers_;
+  std::string* out_ = nullptr;
+  int indent_ = 0;
+  std::vector<std::string> prelude_;
+  std::vector<std::string> workspaces_;  // live AnvilWorkspaceAlloc pointers, innermost last
+};
+
+// The kernel's error context: "C code generation of kernel 'f': ".
+std::string kernel_context(const std::string& kernel);
+
+template <typename... Args>
+[[noreturn]] void FunctionEmitter::fail(const Args&... parts) const {
+  ANVIL_FAIL(kernel_context(func_.name), parts...);
+}
+
+// Variables used but not bound inside `s` (including buffer data variables of its loads and
+// stores), ordered by creation.
+std::vector<const ir::Variable*> free_variables(const ir::Stmt& s);
+std::vector<const ir::Variable*> free_variables(const ir::Expr& e);
+// True when `e` loads from memory.
+bool has_load(const ir::Expr& e);
+
+}  // namespace anvil::codegen::c

@@ -1,0 +1,77 @@
+#include "anvil/lower/lower.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "anvil/arith/simplify.h"
+#include "anvil/ir/printer.h"
+#include "anvil/support/error.h"
+#include "anvil/transform/flatten_storage.h"
+#include "anvil/transform/partition_loops.h"
+#include "anvil/transform/remove_no_op.h"
+#include "anvil/transform/storage_rewrite.h"
+#include "anvil/transform/unroll_loops.h"
+#include "anvil/transform/vectorize_loops.h"
+
+namespace anvil {
+
+namespace {
+
+// Every tensor the loop nest needs from outside must be an argument.
+void check_arguments(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
+                     const std::string& name) {
+  auto is_arg = [&](const te::Tensor& t) {
+    return std::any_of(args.begin(), args.end(), [&](const te::Tensor& a) { return a.same_as(t); });
+  };
+  for (const te::Stage& stage : schedule.stages()) {
+    const te::Tensor& t = stage.tensor();
+    if (!t.is_compute()) {
+      ANVIL_CHECK(is_arg(t), "lower '", name, "': input '", t.name(),
+                  "' is read but is not among the arguments");
+    }
+  }
+  for (const te::Tensor& out : schedule.outputs()) {
+    ANVIL_CHECK(is_arg(out), "lower '", name, "': output '", out.name(),
+                "' is not among the arguments");
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      ANVIL_CHECK(!args[i].same_as(args[j]), "lower '", name, "': argument '", args[i].name(),
+                  "' is listed twice");
+    }
+  }
+}
+
+}  // namespace
+
+ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
+                      const std::string& name, const LowerOptions& options) {
+  check_arguments(schedule, args, name);
+  std::ostream& out = options.dump_to ? *options.dump_to : std::cerr;
+  auto dump = [&](const char* pass, const ir::Stmt& s) {
+    for (const std::string& p : options.print_after) {
+      if (p == pass || p == "all") {
+        out << "// after " << pass << "\n" << s << "\n";
+        return;
+      }
+    }
+  };
+
+  ir::LoweredFunc f{name, {}, {}};
+  for (const te::Tensor& t : args) f.args.push_back(t->buffer);
+
+  ir::Stmt s = te::schedule_to_loops(schedule);  dump("loops", s);
+  f.body = s;
+  f = transform::flatten_storage(f);            s = f.body; dump("flatten", s);
+  s = arith::simplify(s);                       dump("simplify", s);
+  s = transform::partition_loops(s);            dump("partition", s);
+  s = transform::vectorize_loops(s);            dump("vectorize", s);
+  s = transform::unroll_loops(s);               dump("unroll", s);
+  s = arith::simplify(s);                       dump("simplify", s);
+  s = transform::storage_rewrite(s);            dump("storage", s);
+  s = transform::remove_no_op(s);               dump("no_op", s);
+  f.body = s;
+  return f;
+}
+
+}  // namespace anvil

@@ -1,0 +1,27 @@
+// anvil::lower: from a schedule to a lowered function, the whole pipeline in one function
+// (lower.cc) that reads top to bottom.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "anvil/ir/function.h"
+#include "anvil/te/schedule.h"
+
+namespace anvil {
+
+struct LowerOptions {
+  // Print the IR after these passes ("all" for every one) to `dump_to`. Pass names are those in
+  // lower.cc: loops, flatten, simplify, partition, vectorize, unroll, storage, no_op.
+  std::vector<std::string> print_after;
+  std::ostream* dump_to = nullptr;  // std::cerr when null
+};
+
+// The function `name(args...)` computing the schedule's outputs. `args` lists every tensor the
+// function reads or writes (placeholders and outputs), in call order. Throws anvil::Error when a
+// tensor the schedule reads is not among the arguments, naming it.
+ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
+                      const std::string& name, const LowerOptions& options = {});
+
+}  // namespace anvil

@@ -1,0 +1,144 @@
+// Schedules: the loop structure of each tensor-expression stage, separate from what it computes.
+// A Schedule holds one Stage per tensor (producers first); each primitive checks its arguments
+// and refuses with an error naming the stage and the axis.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "anvil/ir/stmt.h"
+#include "anvil/te/tensor.h"
+
+namespace anvil::te {
+
+// parent = outer * factor + inner (one of factor and nparts is given; the other derives).
+struct SplitRelation {
+  IterVar parent, outer, inner;
+  int64_t factor = 0;
+  int64_t nparts = 0;
+};
+// fused = outer * extent(inner) + inner.
+struct FuseRelation {
+  IterVar outer, inner, fused;
+};
+using Relation = std::variant<SplitRelation, FuseRelation>;
+
+enum class AttachKind { kRoot, kInline, kScope };
+
+struct IterVarAttr {
+  ir::ForKind kind = ir::ForKind::kSerial;
+  std::vector<std::pair<std::string, Expr>> pragmas;
+};
+
+struct StorageAlign {
+  int axis;  // dimension whose stride is padded
+  int64_t factor, offset;
+};
+
+// The schedule of one tensor.
+struct StageState {
+  Tensor tensor;  // what this stage computes (its buffer is where results go)
+  Expr body;      // the body as scheduled: cache_read/cache_write/inline rewrite it
+  std::vector<IterVar> axis, reduce_axis;
+  std::vector<IterVar> leaf;  // the loop order, outermost first
+  std::vector<Relation> relations;
+  std::unordered_map<const ir::IterVarNode*, IterVarAttr> attrs;
+  AttachKind attach = AttachKind::kRoot;
+  int attach_stage = -1;  // index in the schedule when attach == kScope
+  IterVar attach_axis;
+  ir::MemoryScope scope = ir::MemoryScope::kGlobal;
+  std::vector<StorageAlign> aligns;
+  bool is_output = false;
+};
+
+struct ScheduleState {
+  std::vector<Tensor> outputs;
+  std::vector<StageState> stages;  // producers before consumers
+};
+
+class Stage {
+ public:
+  Stage(std::shared_ptr<ScheduleState> s, int index) : s_(std::move(s)), index_(index) {}
+
+  // (outer, inner) with inner's extent `factor`; a tail is guarded when the extent is not a
+  // multiple.
+  std::pair<IterVar, IterVar> split(const IterVar& parent, int64_t factor);
+  // (outer, inner) with outer's extent `nparts`.
+  std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, int64_t nparts);
+  // Splits x and y and orders the loops xo, yo, xi, yi; returns them in that order.
+  std::vector<IterVar> tile(const IterVar& x, const IterVar& y, int64_t x_factor,
+                            int64_t y_factor);
+  // One loop over two adjacent loops (outer immediately enclosing inner).
+  IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // The given loops take the positions they occupied, in the given order.
+  void reorder(const std::vector<IterVar>& order);
+
+  // Computes this stage inside `parent`'s loop `scope`, just the region that loop needs.
+  void compute_at(const Stage& parent, const IterVar& scope);
+  // Substitutes this stage's body into its consumers (no buffer of its own).
+  void compute_inline();
+  // Back to its own loop nest at the top level.
+  void compute_root();
+
+  void vectorize(const IterVar& axis);
+  void unroll(const IterVar& axis);
+  void parallel(const IterVar& axis);
+  void pragma(const IterVar& axis, const std::string& key, Expr value = Expr(1));
+  // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.
+  void storage_align(const IterVar& axis, int64_t factor, int64_t offset);
+
+  const std::vector<IterVar>& axis() const { return state().axis; }
+  const std::vector<IterVar>& reduce_axis() const { return state().reduce_axis; }
+  const std::vector<IterVar>& leaf_axes() const { return state().leaf; }
+  const std::string& name() const { return state().tensor.name(); }
+  const Tensor& tensor() const { return state().tensor; }
+  int index() const { return index_; }
+
+ private:
+  StageState& state() const { return s_->stages[static_cast<size_t>(index_)]; }
+  // Position of `iv` among the leaf loops; throws naming the primitive when absent.
+  size_t leaf_position(const IterVar& iv, const char* primitive) const;
+  void annotate(const IterVar& axis, ir::ForKind kind, const char* primitive);
+
+  std::shared_ptr<ScheduleState> s_;
+  int index_;
+};
+
+class Schedule {
+ public:
+  // One stage per tensor the outputs depend on, each with its default loop nest (the axes in
+  // order, then the reduction axes) at the top level.
+  explicit Schedule(std::vector<Tensor> outputs);
+
+  // The stage of `t`; throws when t is not part of this schedule.
+  Stage operator[](const Tensor& t) const;
+  std::vector<Stage> stages() const;
+  const std::vector<Tensor>& outputs() const { return s_->outputs; }
+
+  // A copy of `t` in `scope`, read by `readers` instead of t. Returns the new tensor.
+  Tensor cache_read(const Tensor& t, ir::MemoryScope scope, const std::vector<Tensor>& readers);
+  // Computes t's body into a new tensor in `scope`; t then copies from it. Returns the new
+  // tensor, which takes over t's reduction axes.
+  Tensor cache_write(const Tensor& t, ir::MemoryScope scope);
+
+  // Factors the reduction of t over `axis` (a reduction loop of t's stage, e.g. the inner part
+  // of a split reduction axis) into a new stage whose last dimension is `axis`, data-parallel;
+  // t then reduces those partial results over one axis. Returns the new tensor.
+  Tensor rfactor(const Tensor& t, const IterVar& axis);
+
+  const ScheduleState& state() const { return *s_; }
+
+ private:
+  int index_of(const Tensor& t, const char* primitive) const;
+  std::shared_ptr<ScheduleState> s_;
+};
+
+// The loop nest of a whole schedule: every stage's loops, attached and inlined as scheduled,
+// with multi-dimensional loads and stores and an Allocate per intermediate tensor.
+ir::Stmt schedule_to_loops(const Schedule& schedule);
+
+}  // namespace anvil::te
