@@ -120,7 +120,7 @@ std::unique_ptr<Problem> prepare(const Shape& s, const anvil::Target& target) {
   for (int64_t i = 0; i < p->a.numel(); ++i) p->a.data_as<float>()[i] = dist(rng);
   for (int64_t i = 0; i < p->b.numel(); ++i) p->b.data_as<float>()[i] = dist(rng);
 
-  anvil::bench::GemmKernel g = anvil::bench::gemm(s.m, s.n, s.k);
+  anvil::bench::GemmKernel g = anvil::bench::gemm(s.m, s.n, s.k, anvil::bench::for_target(target));
   anvil::ir::LoweredFunc f = anvil::lower(g.schedule, g.args, s.name);
   p->module = anvil::codegen::LLVMModule::compile({f}, target);
   p->kernel = p->module->get_function(s.name);

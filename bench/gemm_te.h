@@ -14,17 +14,25 @@
 #include <vector>
 
 #include "anvil/ir/op.h"
+#include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 
 namespace anvil::bench {
 
 struct GemmConfig {
   int bm = 6;        // rows of the register tile
-  int bn = 16;       // columns of the register tile (a multiple of the vector width)
+  int bn = 16;       // columns of the register tile: two vector registers (see for_target)
   int kunroll = 4;   // k iterations unrolled in the micro-kernel
   bool parallel = true;
   bool rows_outer = false;  // block loop order: m blocks outside n blocks, or the reverse
 };
+
+// Two vectors of columns per tile row: 16 with AVX2, 32 with AVX-512 (6 rows x 2 vectors are 12
+// accumulators, enough independent FMA chains to hide the FMA latency on both pipes).
+inline GemmConfig for_target(const Target& target, GemmConfig cfg = {}) {
+  cfg.bn = 2 * target.vector_lanes_f32();
+  return cfg;
+}
 
 struct GemmKernel {
   te::Schedule schedule;

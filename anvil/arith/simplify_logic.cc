@@ -278,6 +278,14 @@ Expr Simplifier::visit(const Cast* op) {
   if (value.type() == t) return value;
   Expr fallback = value.same_as(op->value) ? Expr(op) : Cast::make(t, value);
   if (t.is_vector()) {
+    // Widening a signed ramp keeps it a ramp (signed arithmetic does not wrap).
+    if (const Ramp* r = value.as<Ramp>();
+        r && t.is_int() && r->base.type().is_int() && t.bits() >= r->base.type().bits()) {
+      DataType e = t.element_of();
+      return smaller(Ramp::make(mutate(Cast::make(e, r->base)), mutate(Cast::make(e, r->stride)),
+                                r->lanes),
+                     fallback);
+    }
     if (const Broadcast* b = value.as<Broadcast>()) {
       return smaller(Broadcast::make(mutate(Cast::make(t.element_of(), b->value)), t.lanes()),
                      fallback);

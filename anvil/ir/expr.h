@@ -176,7 +176,8 @@ struct Let final : ExprNode<Let> {
   static Expr make(Var var, Expr value, Expr body);
 };
 
-// Pure intrinsic functions. The table in expr.cc gives each one's name and arity.
+// Pure intrinsic functions. The table in expr.cc gives each one's name and arity. `round` rounds
+// halves to even (as ONNX Round does).
 enum class Intrinsic : uint8_t {
   kExp,
   kExp2,

@@ -237,6 +237,8 @@ TEST_F(SimplifyTest, Vectors) {
       {Ramp::make(x, 1, 4) * Broadcast::make(4, 4), Ramp::make(x * 4, 4, 4)},
       {Ramp::make(x, 1, 4) - Ramp::make(x, 1, 4), Broadcast::make(0, 4)},
       {Ramp::make(x, 0, 8), Broadcast::make(x, 8)},
+      {cast(DataType::Int64(4), Ramp::make(x, 2, 4)),
+       Ramp::make(cast(DataType::Int64(), x), make_const(DataType::Int64(), 2), 4)},
   });
 }
 

@@ -364,6 +364,43 @@ TEST(CKernels, LetsBranchesAndLoopKinds) {
   }
 }
 
+TEST(CKernels, NamesAndMessagesAreMadeSafe) {
+  // Arguments, variables and a message that C would choke on if printed as they are.
+  Var n("n"), lane("lane"), same("i"), other("i"), e("exp"), dotted("i.j");
+  Buffer in = Buffer::make("in put", DataType::Float32(), {n});
+  Buffer out = Buffer::make("float", DataType::Float32(), {n});
+  const std::string message = "say \"hi\" ?\?= \\ */ \n caf\xc3\xa9";
+  Stmt body = For::make(
+      lane, 0, n, ForKind::kSerial,
+      LetStmt::make(e, lane * 2,
+                    AttrStmt::make(
+                        "note */ /* x", Expr(), 0,
+                        AssertStmt::make(
+                            lane < 3, message,
+                            Store::make(out,
+                                        Load::make(in, {lane}) +
+                                            cast(DataType::Float32(), Let::make(dotted, e, dotted)),
+                                        {lane})))));
+  Stmt loops =
+      Seq::make(body, For::make(same, 0, 1, ForKind::kSerial,
+                                For::make(other, 0, 1, ForKind::kSerial, Evaluate::make(0))));
+  runtime::Module m = build({func("odd", {in, out}, loops)});
+  std::string src = source_of(m);
+  EXPECT_TRUE(contains(src, "for (int32_t lane_ = 0; lane_ < n; ++lane_)")) << src;
+  EXPECT_TRUE(contains(src, "const int32_t exp_ = lane_ * 2;")) << src;
+  EXPECT_TRUE(contains(src, "float* restrict float_ =")) << src;
+  EXPECT_TRUE(contains(src, "const float* restrict in_put =")) << src;
+  EXPECT_TRUE(contains(src, "for (int32_t i_1 = 0; i_1 < 1; ++i_1)")) << src;
+
+  runtime::NDArray x = array({3}), y = array({3}), z = array({5}), w = array({5});
+  write(x, std::vector<float>{1, 2, 3});
+  AnvilKernel k = m.get_function("odd");
+  ANVIL_EXPECT_RUNS(k, tensors({x, y}));
+  EXPECT_EQ(read<float>(y), (std::vector<float>{1, 4, 7}));
+  EXPECT_EQ(call(k, tensors({z, w})), -1);  // n = 5 fails the assertion at lane = 3
+  EXPECT_EQ(AnvilGetLastError(), "odd: " + message);
+}
+
 TEST(CKernels, GeneratedCodeCompilesWithoutWarnings) {
   // The kernels above, built with -Wall -Wextra -Werror on top of the usual flags.
   Var n("n"), i("i"), x("x");

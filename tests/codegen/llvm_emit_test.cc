@@ -150,6 +150,28 @@ TEST(LLVMEmit, ExplicitCpuAndFeatures) {
   expect_fma_kernel_runs(m->get_function("axpy"));
 }
 
+TEST(LLVMEmit, ExplicitFeaturesOverrideTheHost) {
+  auto m = compile({fma_kernel()}, Target::parse("llvm -mattr=-avx512f"));
+  std::string assembly = m->assembly();
+  EXPECT_THAT(assembly, ContainsRegex("vfmadd[0-9a-z]*ps\t[^\n]*ymm"));
+  EXPECT_THAT(assembly, Not(HasSubstr("zmm")));
+  expect_fma_kernel_runs(m->get_function("axpy"));
+}
+
+// The alignment of a vector access follows from what divides its index.
+TEST(LLVMEmit, VectorAccessAlignment) {
+  Var i("i");
+  Buffer A = Buffer::make("A", f32, {1024}), B = Buffer::make("B", f32, {1024});
+  auto ramp = [](Expr base, int lanes) { return ir::Ramp::make(base, 1, lanes); };
+  // B[i*16 .. +8] = A[i*16 + 4 .. +8]: the store is 64-byte aligned, the load 16-byte aligned.
+  Stmt body =
+      loop(i, 63, ir::Store::make(B, ir::Load::make(A, {ramp(i * 16 + 4, 8)}), {ramp(i * 16, 8)}));
+  auto m = compile({func("aligned", {A, B}, body)});
+  std::string ir = m->llvm_ir("aligned");
+  EXPECT_THAT(ir, ContainsRegex("load <8 x float>, ptr %[^,]+, align 16"));
+  EXPECT_THAT(ir, ContainsRegex("store <8 x float> %[^,]+, ptr %[^,]+, align 64"));
+}
+
 TEST(LLVMEmit, ParallelBodiesBelongToTheirKernel) {
   Var i("i");
   Buffer A = Buffer::make("A", f32, {64});

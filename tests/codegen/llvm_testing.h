@@ -53,14 +53,14 @@ inline runtime::NDArray array(std::vector<int64_t> shape,
 template <typename T>
 std::vector<T> read(const runtime::NDArray& a) {
   std::vector<T> v(a.nbytes() / sizeof(T));
-  std::memcpy(v.data(), a.data(), v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), a.data(), v.size() * sizeof(T));
   return v;
 }
 
 template <typename T>
 void write(const runtime::NDArray& a, const std::vector<T>& v) {
   ASSERT_EQ(v.size() * sizeof(T), a.nbytes());
-  std::memcpy(a.data(), v.data(), a.nbytes());
+  if (!v.empty()) std::memcpy(a.data(), v.data(), a.nbytes());
 }
 
 inline std::unique_ptr<codegen::LLVMModule> compile(const std::vector<ir::LoweredFunc>& funcs,

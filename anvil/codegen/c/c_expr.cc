@@ -351,6 +351,8 @@ CExpr FunctionEmitter::call(const Call* op, const CExpr* lane) {
     case Intrinsic::kSigmoid:
       return {one + " / (" + one + " + exp" + suffix + "(-" + paren(args[0], kPostfix) + "))",
               kMultiplicative};
+    case Intrinsic::kRound:
+      return fn("nearbyint");  // halves to even, as ONNX Round and the LLVM backend
     default:
       return fn(intrinsic_name(op->op));
   }

@@ -59,15 +59,17 @@ bool is_narrow_int(DataType t) {
 
 std::string c_string(std::string_view s) {
   std::string out = "\"";
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char ch = s[i];
     unsigned char u = static_cast<unsigned char>(ch);
     if (ch == '"' || ch == '\\') {
       out += '\\';
       out += ch;
     } else if (ch == '\n') {
       out += "\\n";
-    } else if (u < 0x20 || u >= 0x7f || ch == '?') {
-      // Octal escapes for the rest (and '?', so no trigraph can form).
+    } else if (ch == '?' && i > 0 && s[i - 1] == '?') {
+      out += "\\?";  // no trigraph can form (-std=c99 enables them)
+    } else if (u < 0x20 || u >= 0x7f) {
       out += '\\';
       out += static_cast<char>('0' + ((u >> 6) & 7));
       out += static_cast<char>('0' + ((u >> 3) & 7));
@@ -80,16 +82,13 @@ std::string c_string(std::string_view s) {
 }
 
 std::string c_comment(std::string_view s) {
+  // No line breaks, and no "*/" (which would end the comment) or "/*" (which compilers warn of).
   std::string out;
   for (char ch : s) {
-    if (ch == '\n') {
-      out += ' ';
-    } else if (ch == '/' && !out.empty() && out.back() == '*') {
-      out += ' ';
-      out += ch;
-    } else {
-      out += ch;
-    }
+    bool pair =
+        !out.empty() && ((out.back() == '*' && ch == '/') || (out.back() == '/' && ch == '*'));
+    if (pair) out += ' ';
+    out += ch == '\n' ? ' ' : ch;
   }
   return out;
 }
@@ -112,7 +111,7 @@ const std::unordered_set<std::string>& reserved_names() {
       // math functions the generated code calls
       "exp", "expf", "exp2", "exp2f", "log", "logf", "log2", "log2f", "sqrt", "sqrtf", "tanh",
       "tanhf", "erf", "erff", "pow", "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf",
-      "round", "roundf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf", "cos", "cosf", "isnan",
+      "round", "roundf", "nearbyint", "nearbyintf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf", "cos", "cosf", "isnan",
       "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy", "memset", "malloc",
       "free",
       // the kernel ABI

@@ -1,6 +1,13 @@
 // C code generation: the same lowered functions as portable C99, compiled by the system C
 // compiler into a shared library. It is the second opinion whenever the LLVM path is in doubt,
 // and the route to micro-controllers later.
+//
+// The source includes only <dlpack/dlpack.h>, <math.h>, <stddef.h> and <stdint.h>, declares the
+// runtime functions it calls, and uses two GNU extensions (visibility and alignment
+// attributes). Vectors are scalarized: each vector store or vector let becomes a short loop over
+// its lanes, which the C compiler vectorizes again. Parallel loops become static functions called
+// through AnvilParallelFor with a struct of what they capture. Argument data pointers are
+// `restrict`: a kernel's arguments must not overlap.
 #pragma once
 
 #include <string>
@@ -12,11 +19,15 @@
 namespace anvil::codegen {
 
 // The C source of a module holding `funcs` (kernel ABI of anvil/runtime/c_runtime_api.h).
+// Throws anvil::Error naming the kernel and the node for what C code generation cannot express
+// (float16/bfloat16, GPU thread bindings and barriers, unflattened accesses, Reduce nodes,
+// unbound variables, kernel names C cannot use).
 std::string generate_c(const std::vector<ir::LoweredFunc>& funcs);
 
-// Writes the source next to `library_path` (same name, .c), compiles it with `cc -O3 -shared
-// -fPIC -march=native` (the C compiler from $CC when set), and loads the library. Throws
-// anvil::Error with the compiler's output when compilation fails.
+// Writes the source next to `library_path` (same name, .c), compiles it with
+// `$CC -O3 -std=c99 -shared -fPIC -march=native -fno-math-errno -ffp-contract=fast` ($CC
+// defaults to cc and may carry extra flags), and loads the library. Throws anvil::Error with the
+// source path and the compiler's output when compilation fails, and when loading fails.
 runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path);
 
 }  // namespace anvil::codegen
