@@ -43,7 +43,9 @@ struct Shape {
 constexpr Shape kShapes[] = {{"gemm_1024", 1024, 1024, 1024}, {"gemm_3136x64x576", 3136, 64, 576}};
 constexpr int kThreads[] = {1, 2};
 
-double gflop(const Shape& s) { return 2.0 * s.m * s.n * s.k / 1e9; }
+double gflop(const Shape& s) {
+  return 2.0 * s.m * s.n * s.k / 1e9;
+}
 
 // ---------------------------------------------------------------------------------------------
 // The machine's FMA peak on one core: 12 independent chains of 8-lane FMAs (enough to cover the
@@ -58,9 +60,10 @@ __attribute__((target("avx2,fma"))) double fma_peak_gflops_once() {
   auto start = std::chrono::steady_clock::now();
   for (int64_t it = 0; it < iters; ++it) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    asm volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]),
-                 "+x"(acc[5]), "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]),
-                 "+x"(acc[10]), "+x"(acc[11]));
+    asm volatile(""
+                 : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]),
+                   "+x"(acc[5]), "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]),
+                   "+x"(acc[10]), "+x"(acc[11]));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return static_cast<double>(iters) * 12 * 8 * 2 / seconds / 1e9;
@@ -103,9 +106,8 @@ void run_anvil(Problem& p) {
 
 void run_blas(Problem& p) {
   const Shape& s = p.shape;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f,
-              p.a.data_as<float>(), s.k, p.b.data_as<float>(), s.n, 0.0f,
-              p.c_blas.data_as<float>(), s.n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, p.a.data_as<float>(),
+              s.k, p.b.data_as<float>(), s.n, 0.0f, p.c_blas.data_as<float>(), s.n);
 }
 
 std::unique_ptr<Problem> prepare(const Shape& s, const anvil::Target& target) {
@@ -196,20 +198,30 @@ int main(int argc, char** argv) {
   for (auto& p : problems()) {
     Problem* prob = p.get();
     for (int t : kThreads) {
-      benchmark::RegisterBenchmark(prob->shape.name, [prob, t](benchmark::State& st) {
-        AnvilSetNumThreads(t);
-        for (auto _ : st) run_anvil(*prob);
-        st.counters["GFLOPS"] = benchmark::Counter(gflop(prob->shape) * 1e9 * st.iterations(),
-                                                   benchmark::Counter::kIsRate);
-      })->Name(std::string("anvil/") + prob->shape.name + "/threads:" + std::to_string(t))
-          ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.2);
-      benchmark::RegisterBenchmark(prob->shape.name, [prob, t](benchmark::State& st) {
-        openblas_set_num_threads(t);
-        for (auto _ : st) run_blas(*prob);
-        st.counters["GFLOPS"] = benchmark::Counter(gflop(prob->shape) * 1e9 * st.iterations(),
-                                                   benchmark::Counter::kIsRate);
-      })->Name(std::string("openblas/") + prob->shape.name + "/threads:" + std::to_string(t))
-          ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.2);
+      benchmark::RegisterBenchmark(prob->shape.name,
+                                   [prob, t](benchmark::State& st) {
+                                     AnvilSetNumThreads(t);
+                                     for (auto _ : st) run_anvil(*prob);
+                                     st.counters["GFLOPS"] = benchmark::Counter(
+                                         gflop(prob->shape) * 1e9 * st.iterations(),
+                                         benchmark::Counter::kIsRate);
+                                   })
+          ->Name(std::string("anvil/") + prob->shape.name + "/threads:" + std::to_string(t))
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.2);
+      benchmark::RegisterBenchmark(prob->shape.name,
+                                   [prob, t](benchmark::State& st) {
+                                     openblas_set_num_threads(t);
+                                     for (auto _ : st) run_blas(*prob);
+                                     st.counters["GFLOPS"] = benchmark::Counter(
+                                         gflop(prob->shape) * 1e9 * st.iterations(),
+                                         benchmark::Counter::kIsRate);
+                                   })
+          ->Name(std::string("openblas/") + prob->shape.name + "/threads:" + std::to_string(t))
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.2);
     }
   }
   MedianReporter reporter;
@@ -218,8 +230,9 @@ int main(int argc, char** argv) {
   // The table and the summary.
   std::string json = "{\"machine\": {\"cpu\": \"" + target.str() +
                      "\", \"peak_gflops_per_core\": " + std::to_string(peak) + "},\n \"rows\": [";
-  std::printf("\n| name | threads | anvil ms | openblas ms | speedup | anvil GFLOP/s | peak fraction |\n"
-              "|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n| name | threads | anvil ms | openblas ms | speedup | anvil GFLOP/s | peak fraction |\n"
+      "|---|---|---|---|---|---|---|\n");
   bool first = true;
   for (const Shape& s : kShapes) {
     for (int t : kThreads) {

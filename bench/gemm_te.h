@@ -20,9 +20,9 @@
 namespace anvil::bench {
 
 struct GemmConfig {
-  int bm = 6;        // rows of the register tile
-  int bn = 16;       // columns of the register tile: two vector registers (see for_target)
-  int kunroll = 4;   // k iterations unrolled in the micro-kernel
+  int bm = 6;       // rows of the register tile
+  int bn = 16;      // columns of the register tile: two vector registers (see for_target)
+  int kunroll = 4;  // k iterations unrolled in the micro-kernel
   bool parallel = true;
   bool rows_outer = false;  // block loop order: m blocks outside n blocks, or the reverse
 };

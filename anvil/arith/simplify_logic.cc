@@ -282,9 +282,9 @@ Expr Simplifier::visit(const Cast* op) {
     if (const Ramp* r = value.as<Ramp>();
         r && t.is_int() && r->base.type().is_int() && t.bits() >= r->base.type().bits()) {
       DataType e = t.element_of();
-      return smaller(Ramp::make(mutate(Cast::make(e, r->base)), mutate(Cast::make(e, r->stride)),
-                                r->lanes),
-                     fallback);
+      return smaller(
+          Ramp::make(mutate(Cast::make(e, r->base)), mutate(Cast::make(e, r->stride)), r->lanes),
+          fallback);
     }
     if (const Broadcast* b = value.as<Broadcast>()) {
       return smaller(Broadcast::make(mutate(Cast::make(t.element_of(), b->value)), t.lanes()),

@@ -27,8 +27,9 @@ struct FloatImm final : ExprNode<FloatImm> {
   static Expr make(DataType t, double value);
 };
 
-// A named variable (a scalar, or a vector where vectorization binds a let). Identity is the node itself: two Variables with the same name are
-// different variables. `id` orders variables deterministically (creation order).
+// A named variable (a scalar, or a vector where vectorization binds a let). Identity is the node
+// itself: two Variables with the same name are different variables. `id` orders variables
+// deterministically (creation order).
 struct Variable final : ExprNode<Variable> {
   static constexpr IRNodeType kNodeType = IRNodeType::Variable;
   std::string name;

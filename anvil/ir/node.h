@@ -13,14 +13,14 @@ namespace anvil::ir {
 // Every IR node name, once. The enum, the visitor and the mutator are generated from these.
 #define ANVIL_FOR_EACH_EXPR_NODE(X)                                                               \
   X(IntImm)                                                                                       \
-  X(FloatImm) X(Variable) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(FloorMod) X(TruncDiv) \
-      X(TruncMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) \
-          X(Ramp) X(Broadcast) X(Load) X(Let) X(Call) X(Reduce)
+  X(FloatImm)                                                                                     \
+  X(Variable) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(FloorMod) X(TruncDiv) X(TruncMod) \
+      X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Ramp)     \
+          X(Broadcast) X(Load) X(Let) X(Call) X(Reduce)
 
-#define ANVIL_FOR_EACH_STMT_NODE(X)                                                      \
-  X(LetStmt)                                                                             \
-  X(AttrStmt) X(AssertStmt) X(Store) X(Allocate) X(For) X(IfThenElse) X(Seq) X(Evaluate) \
-      X(Barrier)
+#define ANVIL_FOR_EACH_STMT_NODE(X) \
+  X(LetStmt)                        \
+  X(AttrStmt) X(AssertStmt) X(Store) X(Allocate) X(For) X(IfThenElse) X(Seq) X(Evaluate) X(Barrier)
 
 enum class IRNodeType : uint8_t {
 #define ANVIL_ENUM_ENTRY(name) name,

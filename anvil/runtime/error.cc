@@ -9,8 +9,12 @@ thread_local std::string last_error;
 
 extern "C" {
 
-const char* AnvilGetLastError(void) { return last_error.c_str(); }
+const char* AnvilGetLastError(void) {
+  return last_error.c_str();
+}
 
-void AnvilSetLastError(const char* message) { last_error = message ? message : ""; }
+void AnvilSetLastError(const char* message) {
+  last_error = message ? message : "";
+}
 
 }  // extern "C"

@@ -58,8 +58,8 @@ Target Target::parse(std::string_view text) {
       t.triple = value;
     } else if (key == "-mattr") {
       for (std::string& f : split_commas(value)) {
-        ANVIL_CHECK(f.size() > 1 && (f[0] == '+' || f[0] == '-'), "target '", text,
-                    "': feature '", f, "' must start with + or -");
+        ANVIL_CHECK(f.size() > 1 && (f[0] == '+' || f[0] == '-'), "target '", text, "': feature '",
+                    f, "' must start with + or -");
         t.mattr.push_back(std::move(f));
       }
     } else if (key == "-threads") {
@@ -83,7 +83,9 @@ Target Target::parse(std::string_view text) {
   return t;
 }
 
-Target Target::host() { return parse("llvm"); }
+Target Target::host() {
+  return parse("llvm");
+}
 
 std::string Target::str() const {
   std::ostringstream os;

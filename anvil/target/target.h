@@ -12,10 +12,10 @@ struct Target {
   enum class Kind { kLLVM, kC };
 
   Kind kind = Kind::kLLVM;
-  std::string triple;                 // empty: the host's
-  std::string mcpu;                   // empty or "native": the host CPU
-  std::vector<std::string> mattr;     // extra features, e.g. "+avx2", "-avx512f"
-  int num_threads = 0;                // 0: the runtime's default
+  std::string triple;              // empty: the host's
+  std::string mcpu;                // empty or "native": the host CPU
+  std::vector<std::string> mattr;  // extra features, e.g. "+avx2", "-avx512f"
+  int num_threads = 0;             // 0: the runtime's default
   // Width of the widest vector register in bits for the resolved CPU (256 for AVX2, 512 for
   // AVX-512, 128 for NEON); filled by resolve_host().
   int vector_bits = 0;

@@ -51,21 +51,6 @@ class ReplaceBuffer : public IRMutator {
   Buffer to_;
 };
 
-bool reads(const Expr& body, const BufferNode* buffer) {
-  struct Finder : IRVisitor {
-    using IRVisitor::visit;
-    const BufferNode* target;
-    bool found = false;
-    void visit(const Load* op) override {
-      found |= op->buffer.get() == target;
-      IRVisitor::visit(op);
-    }
-  } f;
-  f.target = buffer;
-  f.visit(body);
-  return f.found;
-}
-
 // Fresh data-parallel axes over `shape`, named after `like`.
 std::vector<IterVar> fresh_axes(const std::vector<IterVar>& like) {
   std::vector<IterVar> out;
@@ -80,7 +65,8 @@ std::vector<IterVar> axes_over(const std::vector<Expr>& shape) {
   std::vector<IterVar> axis;
   for (size_t d = 0; d < shape.size(); ++d) {
     Var v(d == 0 ? "i" : "i" + std::to_string(d), shape[d].type());
-    axis.push_back(IterVar::make(v, Range::make(make_zero(v.type()), shape[d]), IterKind::kDataPar));
+    axis.push_back(
+        IterVar::make(v, Range::make(make_zero(v.type()), shape[d]), IterKind::kDataPar));
   }
   return axis;
 }
@@ -150,9 +136,9 @@ IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
   ANVIL_CHECK(outer->kind == inner->kind, "fuse in stage '", name(),
               "': cannot fuse a reduction axis with a data-parallel one ('", outer->var.name(),
               "', '", inner->var.name(), "')");
-  IterVar fused = IterVar::make(
-      Var(outer->var.name() + "." + inner->var.name() + ".fused", outer->var.type()), Range(),
-      outer->kind);
+  IterVar fused =
+      IterVar::make(Var(outer->var.name() + "." + inner->var.name() + ".fused", outer->var.type()),
+                    Range(), outer->kind);
   StageState& s = state();
   s.relations.push_back(FuseRelation{outer, inner, fused});
   s.leaf[po] = fused;
@@ -180,10 +166,18 @@ void Stage::compute_at(const Stage& parent, const IterVar& scope) {
   ANVIL_CHECK(parent.s_ == s_, "compute_at: stage '", parent.name(),
               "' belongs to another schedule");
   parent.leaf_position(scope, "compute_at");
-  const BufferNode* buffer = state().tensor->buffer.get();
-  ANVIL_CHECK(parent.index_ > index_ && reads(parent.state().body, buffer), "compute_at: stage '",
-              name(), "' must be computed inside a consumer, but '", parent.name(),
-              "' does not read it");
+  // A consumer reads this stage directly or through other stages (which must end up inlined;
+  // schedule_to_loops checks that once inlining is done).
+  std::vector<bool> reaches(s_->stages.size(), false);
+  reaches[static_cast<size_t>(index_)] = true;
+  for (size_t j = static_cast<size_t>(index_) + 1; j < s_->stages.size(); ++j) {
+    for (size_t p = static_cast<size_t>(index_); p < j && !reaches[j]; ++p) {
+      reaches[j] = reaches[p] && reads_buffer(s_->stages[j].body, s_->stages[p].tensor->buffer.get());
+    }
+  }
+  ANVIL_CHECK(parent.index_ > index_ && reaches[static_cast<size_t>(parent.index_)],
+              "compute_at: stage '", name(), "' must be computed inside a consumer, but '",
+              parent.name(), "' does not read it");
   ANVIL_CHECK(!state().is_output, "compute_at: '", name(),
               "' is an output of the schedule; outputs are computed at the top level");
   StageState& s = state();
@@ -213,8 +207,12 @@ void Stage::annotate(const IterVar& axis, ForKind kind, const char* primitive) {
   state().attrs[axis.get()].kind = kind;
 }
 
-void Stage::vectorize(const IterVar& axis) { annotate(axis, ForKind::kVectorized, "vectorize"); }
-void Stage::unroll(const IterVar& axis) { annotate(axis, ForKind::kUnrolled, "unroll"); }
+void Stage::vectorize(const IterVar& axis) {
+  annotate(axis, ForKind::kVectorized, "vectorize");
+}
+void Stage::unroll(const IterVar& axis) {
+  annotate(axis, ForKind::kUnrolled, "unroll");
+}
 void Stage::parallel(const IterVar& axis) {
   ANVIL_CHECK(axis.defined() && axis->kind != IterKind::kReduce, "parallel: axis '",
               axis.defined() ? axis->var.name() : "?", "' of stage '", name(),
@@ -263,7 +261,9 @@ int Schedule::index_of(const Tensor& t, const char* primitive) const {
   ANVIL_FAIL(primitive, ": tensor '", t.name(), "' is not part of this schedule");
 }
 
-Stage Schedule::operator[](const Tensor& t) const { return Stage(s_, index_of(t, "stage")); }
+Stage Schedule::operator[](const Tensor& t) const {
+  return Stage(s_, index_of(t, "stage"));
+}
 
 std::vector<Stage> Schedule::stages() const {
   std::vector<Stage> out;
@@ -283,13 +283,14 @@ void insert_stage(ScheduleState& s, size_t pos, StageState stage) {
 
 }  // namespace
 
-Tensor Schedule::cache_read(const Tensor& t, MemoryScope scope, const std::vector<Tensor>& readers) {
+Tensor Schedule::cache_read(const Tensor& t, MemoryScope scope,
+                            const std::vector<Tensor>& readers) {
   int producer = index_of(t, "cache_read");
   ANVIL_CHECK(!readers.empty(), "cache_read of '", t.name(), "': no readers given");
   std::vector<int> reader_index;
   for (const Tensor& r : readers) {
     int i = index_of(r, "cache_read");
-    ANVIL_CHECK(reads(s_->stages[static_cast<size_t>(i)].body, t->buffer.get()), "cache_read: '",
+    ANVIL_CHECK(reads_buffer(s_->stages[static_cast<size_t>(i)].body, t->buffer.get()), "cache_read: '",
                 r.name(), "' does not read '", t.name(), "'");
     reader_index.push_back(i);
   }
@@ -362,8 +363,8 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
   // leaves as its reduction axes.
   std::vector<IterVar> new_axis = fresh_axes(st.axis);
   Var factored(axis->var.name(), axis->var.type());
-  new_axis.push_back(IterVar::make(factored, Range::make(0, static_cast<int>(extent.at(axis.get()))),
-                                   IterKind::kDataPar));
+  new_axis.push_back(IterVar::make(
+      factored, Range::make(0, static_cast<int>(extent.at(axis.get()))), IterKind::kDataPar));
   VarMap leaf_value;
   std::vector<IterVar> new_reduce;
   for (const IterVar& l : st.leaf) {
@@ -371,9 +372,9 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
     if (l.same_as(axis)) {
       leaf_value[l->var.get()] = factored;
     } else {
-      IterVar r = IterVar::make(Var(l->var.name(), l->var.type()),
-                                Range::make(0, static_cast<int>(extent.at(l.get()))),
-                                IterKind::kReduce);
+      IterVar r =
+          IterVar::make(Var(l->var.name(), l->var.type()),
+                        Range::make(0, static_cast<int>(extent.at(l.get()))), IterKind::kReduce);
       new_reduce.push_back(r);
       leaf_value[l->var.get()] = r->var;
     }
@@ -405,9 +406,9 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
   Tensor rf = make_compute(t.name() + ".rf", shape, new_axis, body, inputs_of(t));
 
   // t now reduces the partial results over one axis.
-  IterVar kv = IterVar::make(Var(axis->var.name() + ".v", axis->var.type()),
-                             Range::make(0, static_cast<int>(extent.at(axis.get()))),
-                             IterKind::kReduce);
+  IterVar kv =
+      IterVar::make(Var(axis->var.name() + ".v", axis->var.type()),
+                    Range::make(0, static_cast<int>(extent.at(axis.get()))), IterKind::kReduce);
   std::vector<Expr> indices;
   for (const IterVar& iv : st.axis) indices.push_back(iv->var);
   indices.push_back(kv->var);

@@ -70,8 +70,7 @@ class Stage {
   // (outer, inner) with outer's extent `nparts`.
   std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, int64_t nparts);
   // Splits x and y and orders the loops xo, yo, xi, yi; returns them in that order.
-  std::vector<IterVar> tile(const IterVar& x, const IterVar& y, int64_t x_factor,
-                            int64_t y_factor);
+  std::vector<IterVar> tile(const IterVar& x, const IterVar& y, int64_t x_factor, int64_t y_factor);
   // One loop over two adjacent loops (outer immediately enclosing inner).
   IterVar fuse(const IterVar& outer, const IterVar& inner);
   // The given loops take the positions they occupied, in the given order.

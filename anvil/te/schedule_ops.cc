@@ -110,7 +110,9 @@ class RealizeLoads : public IRMutator {
     if (it == targets_.end()) return e;
     std::vector<Expr> indices = load->indices;
     for (size_t d = 0; d < indices.size(); ++d) {
-      if (!is_zero(it->second.offset[d])) indices[d] = indices[d] - it->second.offset[d];
+      if (!is_zero(it->second.offset[d])) {
+        indices[d] = arith::simplify(indices[d] - it->second.offset[d]);
+      }
     }
     return Load::make(it->second.buffer, indices, load->predicate);
   }
@@ -160,17 +162,20 @@ class LoopBuilder {
 
   Stmt build() {
     inline_stages();
+    check_attachments();
     for (int i = static_cast<int>(stages_.size()) - 1; i >= 0; --i) infer_bounds(i);
     for (size_t i = 0; i < stages_.size(); ++i) realize(static_cast<int>(i));
     for (size_t i = 0; i < stages_.size(); ++i) {
       const StageState& st = stages_[i];
-      if (st.attach == AttachKind::kScope) attached_[st.attach_axis.get()].push_back(static_cast<int>(i));
+      if (st.attach == AttachKind::kScope)
+        attached_[st.attach_axis.get()].push_back(static_cast<int>(i));
     }
     // Root stages in order, each intermediate one allocated around everything after it.
     std::vector<int> roots;
     for (size_t i = 0; i < stages_.size(); ++i) {
       const StageState& st = stages_[i];
-      if (st.tensor.is_compute() && st.attach == AttachKind::kRoot) roots.push_back(static_cast<int>(i));
+      if (st.tensor.is_compute() && st.attach == AttachKind::kRoot)
+        roots.push_back(static_cast<int>(i));
     }
     ANVIL_CHECK(!roots.empty(), "schedule: nothing to compute");
     Stmt result;
@@ -193,6 +198,17 @@ class LoopBuilder {
         stages_[j].body =
             InlineLoads(st.tensor->buffer.get(), st.axis, st.body).mutate(stages_[j].body);
       }
+    }
+  }
+
+  // After inlining, a stage computed at a consumer's loop must be read by that consumer itself.
+  void check_attachments() const {
+    for (const StageState& st : stages_) {
+      if (st.attach != AttachKind::kScope) continue;
+      const StageState& consumer = stages_[static_cast<size_t>(st.attach_stage)];
+      ANVIL_CHECK(reads_buffer(consumer.body, st.tensor->buffer.get()), "compute_at: '",
+                  st.tensor.name(), "' is computed inside '", consumer.tensor.name(),
+                  "', which reads it only through stages that are not inlined");
     }
   }
 
@@ -228,8 +244,8 @@ class LoopBuilder {
     bool inside = false;
     for (const IterVar& l : consumer.leaf) {
       if (inside) {
-        relax[l->var.get()] = Interval{make_zero(l->var.type()),
-                                       arith::simplify(info.extent.at(l.get()) - 1)};
+        relax[l->var.get()] =
+            Interval{make_zero(l->var.type()), arith::simplify(info.extent.at(l.get()) - 1)};
       }
       if (l.same_as(st.attach_axis)) inside = true;
     }
@@ -296,8 +312,8 @@ class LoopBuilder {
     for (const IterVar& l : st.leaf) value[l.get()] = l->var;
     for (auto it = st.relations.rbegin(); it != st.relations.rend(); ++it) {
       if (const SplitRelation* s = std::get_if<SplitRelation>(&*it)) {
-        Expr parent = value.at(s->outer.get()) * info.extent.at(s->inner.get()) +
-                      value.at(s->inner.get());
+        Expr parent =
+            value.at(s->outer.get()) * info.extent.at(s->inner.get()) + value.at(s->inner.get());
         value[s->parent.get()] = parent;
         Expr ext = info.extent.at(s->parent.get());
         Expr covered = info.extent.at(s->outer.get()) * info.extent.at(s->inner.get());
@@ -318,17 +334,33 @@ class LoopBuilder {
     for (const IterVar& iv : st.axis) info.value[iv.get()] = absolute(iv);
     for (const IterVar& iv : st.reduce_axis) info.value[iv.get()] = absolute(iv);
     // A region computed for a consumer may reach past the tensor's own domain at the consumer's
-    // tails; those points are not computed.
+    // tails; those points are not computed. The guards that the loop ranges of this stage and
+    // its consumer already prove are left out.
     if (st.attach == AttachKind::kScope) {
+      arith::VarBounds known = loop_bounds(i);
+      for (const auto& [iv, b] : loop_bounds(st.attach_stage)) known[iv] = b;
       for (const IterVar& iv : st.axis) {
         Expr v = info.value.at(iv.get());
-        const Range& dom = iv->dom;
-        if (!arith::can_prove(dom.min <= ranges.at(iv.get()).min)) info.data_guards.push_back(dom.min <= v);
-        if (!arith::can_prove(ranges.at(iv.get()).min + ranges.at(iv.get()).extent <= dom.min + dom.extent)) {
-          info.data_guards.push_back(v < dom.min + dom.extent);
-        }
+        Expr end = arith::simplify(iv->dom.min + iv->dom.extent);
+        if (!arith::can_prove(iv->dom.min <= v, known))
+          info.data_guards.push_back(iv->dom.min <= v);
+        if (!arith::can_prove(v < end, known)) info.data_guards.push_back(v < end);
       }
     }
+  }
+
+  // The ranges of stage i's leaf loop variables whose extents are constant.
+  arith::VarBounds loop_bounds(int i) const {
+    arith::VarBounds b;
+    const LoopInfo& info = info_[static_cast<size_t>(i)];
+    for (const IterVar& l : stages_[static_cast<size_t>(i)].leaf) {
+      auto it = info.extent.find(l.get());
+      if (it == info.extent.end()) continue;
+      if (std::optional<int64_t> n = as_const_int(it->second); n && *n > 0) {
+        b[l->var.get()] = arith::IntBounds::from_range(0, *n);
+      }
+    }
+    return b;
   }
 
   // The buffer each compute stage writes: its tensor's own, or a new one for a region, a
@@ -339,7 +371,8 @@ class LoopBuilder {
     if (!st.tensor.is_compute() || st.attach == AttachKind::kInline) return;
     const auto& ranges = ranges_[static_cast<size_t>(i)];
     std::vector<Expr> shape, offset;
-    bool same = st.attach == AttachKind::kRoot && st.scope == MemoryScope::kGlobal && st.aligns.empty();
+    bool same =
+        st.attach == AttachKind::kRoot && st.scope == MemoryScope::kGlobal && st.aligns.empty();
     for (const IterVar& iv : st.axis) {
       shape.push_back(ranges.at(iv.get()).extent);
       offset.push_back(st.attach == AttachKind::kScope ? ranges.at(iv.get()).min
@@ -390,7 +423,8 @@ class LoopBuilder {
 
     const Reduce* reduce = body.as<Reduce>();
     if (!reduce) {
-      return wrap(st, st.leaf, guarded(Store::make(real.buffer, body, indices), info.data_guards), true);
+      return wrap(st, st.leaf, guarded(Store::make(real.buffer, body, indices), info.data_guards),
+                  true);
     }
     const CommReducerNode& r = *reduce->combiner;
     Stmt init = Store::make(real.buffer, r.identity, indices);
@@ -404,7 +438,8 @@ class LoopBuilder {
     // Loops before the first reduction loop are shared by the init and update nests.
     size_t first = 0;
     while (first < st.leaf.size() && st.leaf[first]->kind != IterKind::kReduce) ++first;
-    std::vector<IterVar> common(st.leaf.begin(), st.leaf.begin() + static_cast<std::ptrdiff_t>(first));
+    std::vector<IterVar> common(st.leaf.begin(),
+                                st.leaf.begin() + static_cast<std::ptrdiff_t>(first));
     std::vector<IterVar> rest(st.leaf.begin() + static_cast<std::ptrdiff_t>(first), st.leaf.end());
     std::vector<IterVar> init_loops;
     for (const IterVar& l : rest) {
@@ -440,7 +475,8 @@ class LoopBuilder {
       }
       Expr extent = info.extent.at(l.get());
       body = For::make(l->var, make_zero(l->var.type()), extent, kind, body);
-      for (const auto& [key, value] : pragmas) body = AttrStmt::make("pragma_" + key, l->var, value, body);
+      for (const auto& [key, value] : pragmas)
+        body = AttrStmt::make("pragma_" + key, l->var, value, body);
     }
     return body;
   }
@@ -459,6 +495,8 @@ class LoopBuilder {
 
 }  // namespace
 
-Stmt schedule_to_loops(const Schedule& schedule) { return LoopBuilder(schedule.state()).build(); }
+Stmt schedule_to_loops(const Schedule& schedule) {
+  return LoopBuilder(schedule.state()).build();
+}
 
 }  // namespace anvil::te

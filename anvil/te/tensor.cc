@@ -1,5 +1,6 @@
 #include "anvil/te/tensor.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,8 +70,8 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name) {
   return Tensor(node);
 }
 
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
-               std::string name) {
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name) {
   check_shape(shape, name);
   static const char* const kAxisNames[] = {"i", "j", "k", "l"};
   std::vector<Var> vars;
@@ -79,8 +80,8 @@ Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vect
     std::string axis_name = d < 4 ? kAxisNames[d] : "i" + std::to_string(d);
     Var v(axis_name, shape[d].type());
     vars.push_back(v);
-    axis.push_back(IterVar::make(v, Range::make(make_zero(shape[d].type()), shape[d]),
-                                 IterKind::kDataPar));
+    axis.push_back(
+        IterVar::make(v, Range::make(make_zero(shape[d].type()), shape[d]), IterKind::kDataPar));
   }
 
   std::vector<Tensor> reads;
@@ -141,8 +142,7 @@ Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vect
 namespace {
 
 template <typename F, size_t... I>
-Tensor compute_n(std::vector<Expr> shape, const F& f, std::string name,
-                 std::index_sequence<I...>) {
+Tensor compute_n(std::vector<Expr> shape, const F& f, std::string name, std::index_sequence<I...>) {
   constexpr size_t n = sizeof...(I);
   ANVIL_CHECK(shape.size() == n, "compute '", name, "': the shape has ", shape.size(),
               " dimensions but the body takes ", n, " indices");
@@ -198,8 +198,8 @@ Expr min(Expr source, std::vector<IterVar> axis, Expr condition) {
   return reduce(CommReducer::min(t), std::move(source), std::move(axis), std::move(condition));
 }
 
-Tensor make_compute(std::string name, std::vector<Expr> shape, std::vector<IterVar> axis,
-                    Expr body, std::vector<Tensor> inputs) {
+Tensor make_compute(std::string name, std::vector<Expr> shape, std::vector<IterVar> axis, Expr body,
+                    std::vector<Tensor> inputs) {
   check_shape(shape, name);
   ANVIL_ICHECK(axis.size() == shape.size() && body.defined());
   TensorNode* node = new TensorNode();
@@ -213,6 +213,13 @@ Tensor make_compute(std::string name, std::vector<Expr> shape, std::vector<IterV
   node->body = std::move(body);
   for (Tensor& t : inputs) node->inputs.push_back(std::move(t));
   return Tensor(node);
+}
+
+bool reads_buffer(const Expr& body, const BufferNode* buffer) {
+  LoadedBuffers loaded;
+  loaded.visit(body);
+  return std::any_of(loaded.buffers.begin(), loaded.buffers.end(),
+                     [&](const Buffer& b) { return b.get() == buffer; });
 }
 
 std::vector<Tensor> topological_order(const std::vector<Tensor>& outputs) {

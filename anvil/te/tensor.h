@@ -55,8 +55,8 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name);
 // The tensor whose element at (i0, i1, ...) is fcompute({i0, i1, ...}). The body may be a
 // Reduce (te::sum, te::max, te::min) at the top level. Throws anvil::Error naming the tensor when
 // the body reads a tensor outside this library or has the wrong shape of indices.
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
-               std::string name);
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name);
 // Conveniences for 1-, 2-, 3- and 4-dimensional computes.
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var)>& f, std::string name);
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var)>& f, std::string name);
@@ -82,8 +82,11 @@ Expr reduce(ir::CommReducer combiner, Expr source, std::vector<IterVar> axis,
 // A compute tensor from parts already built (used by schedule transformations): `axis` are its
 // data-parallel iteration variables, `body` is written over them, `inputs` are the tensors the
 // body reads.
-Tensor make_compute(std::string name, std::vector<Expr> shape, std::vector<IterVar> axis,
-                    Expr body, std::vector<Tensor> inputs);
+Tensor make_compute(std::string name, std::vector<Expr> shape, std::vector<IterVar> axis, Expr body,
+                    std::vector<Tensor> inputs);
+
+// True when `body` loads from `buffer`.
+bool reads_buffer(const Expr& body, const ir::BufferNode* buffer);
 
 // Every tensor `outputs` depend on, producers before consumers.
 std::vector<Tensor> topological_order(const std::vector<Tensor>& outputs);

@@ -16,6 +16,7 @@
 #include "anvil/ir/op.h"
 #include "anvil/runtime/ndarray.h"
 #include "anvil/support/error.h"
+#include "testing/kernel_args.h"
 
 namespace anvil::testing {
 
@@ -56,38 +57,6 @@ inline std::string source_of(const runtime::Module& module) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-inline ir::LoweredFunc func(std::string name, std::vector<ir::Buffer> args, ir::Stmt body) {
-  return ir::LoweredFunc{std::move(name), std::move(args), std::move(body)};
-}
-
-inline DLDataType dl_type(ir::DataType t) {
-  return DLDataType{static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bytes() * 8),
-                    static_cast<uint16_t>(t.lanes())};
-}
-
-inline runtime::NDArray array(std::vector<int64_t> shape,
-                              ir::DataType t = ir::DataType::Float32()) {
-  return runtime::NDArray::empty(std::move(shape), dl_type(t), true);
-}
-
-template <typename T>
-std::vector<T> read(const runtime::NDArray& a) {
-  std::vector<T> v(a.nbytes() / sizeof(T));
-  std::memcpy(v.data(), a.data(), v.size() * sizeof(T));
-  return v;
-}
-
-template <typename T>
-void write(const runtime::NDArray& a, const std::vector<T>& v) {
-  ASSERT_EQ(v.size() * sizeof(T), a.nbytes());
-  std::memcpy(a.data(), v.data(), a.nbytes());
-}
-
-// Calls `kernel` on the tensors; returns its status.
-inline int32_t call(AnvilKernel kernel, const std::vector<const DLTensor*>& args) {
-  return kernel(args.data(), static_cast<int32_t>(args.size()), nullptr);
 }
 
 inline std::vector<const DLTensor*> tensors(std::initializer_list<runtime::NDArray> arrays) {

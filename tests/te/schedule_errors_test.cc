@@ -21,7 +21,8 @@ class ScheduleErrors : public ::testing::Test {
   IterVar k = reduce_axis(16, "k");
   Tensor C = compute(
       {32, 8}, [&](Var i, Var j) { return sum(A(i, k->var) * B(k->var, j), {k}); }, "C");
-  Tensor D = compute({32, 8}, [&](Var i, Var j) { return C(i, j) + 1.0f; }, "D");
+  Tensor D = compute(
+      {32, 8}, [&](Var i, Var j) { return C(i, j) + 1.0f; }, "D");
   Schedule s{{D}};
 };
 
@@ -62,7 +63,8 @@ TEST_F(ScheduleErrors, ReorderTwice) {
 }
 
 TEST_F(ScheduleErrors, ComputeAtNeedsAConsumer) {
-  Tensor E = compute({32, 8}, [&](Var i, Var j) { return D(i, j) * 2.0f; }, "E");
+  Tensor E = compute(
+      {32, 8}, [&](Var i, Var j) { return D(i, j) * 2.0f; }, "E");
   Schedule s2({E, C});
   EXPECT_THAT(user_error([&] { s2[D].compute_at(s2[C], s2[C].axis()[0]); }),
               AllOf(HasSubstr("compute_at"), HasSubstr("'C' does not read it")));
@@ -71,7 +73,8 @@ TEST_F(ScheduleErrors, ComputeAtNeedsAConsumer) {
 }
 
 TEST_F(ScheduleErrors, OutputsStayAtTheRoot) {
-  Tensor E = compute({32, 8}, [&](Var i, Var j) { return D(i, j) * 2.0f; }, "E");
+  Tensor E = compute(
+      {32, 8}, [&](Var i, Var j) { return D(i, j) * 2.0f; }, "E");
   Schedule s2({E, D});
   EXPECT_THAT(user_error([&] { s2[D].compute_at(s2[E], s2[E].axis()[0]); }),
               HasSubstr("'D' is an output"));
@@ -114,7 +117,9 @@ TEST(TensorErrors, WrongIndexCountAndBadShapes) {
   Tensor A = placeholder({4, 4}, DataType::Float32(), "A");
   EXPECT_THAT(user_error([&] { A(1); }),
               HasSubstr("tensor 'A' has 2 dimensions but is read with 1 indices"));
-  EXPECT_THAT(user_error([&] { placeholder({4, 0}, DataType::Float32(), "Z"); }),
+  EXPECT_THAT(user_error([&] {
+                placeholder({4, 0}, DataType::Float32(), "Z");
+              }),
               HasSubstr("tensor 'Z': dimension 1 is 0"));
   EXPECT_THAT(user_error([&] {
                 compute(

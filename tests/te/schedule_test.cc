@@ -30,7 +30,8 @@ struct Add2D {
   Add2D(int m_, int n_) : m(m_), n(n_) {
     A = placeholder({m, n}, DataType::Float32(), "A");
     B = placeholder({m, n}, DataType::Float32(), "B");
-    C = compute({m, n}, [&](Var i, Var j) { return A(i, j) + B(i, j) * 2.0f; }, "C");
+    C = compute(
+        {m, n}, [&](Var i, Var j) { return A(i, j) + B(i, j) * 2.0f; }, "C");
   }
   std::vector<float> reference(const te_testing::Values& v) const {
     std::vector<float> c(static_cast<size_t>(m * n));
@@ -48,7 +49,8 @@ struct MatMul {
     A = placeholder({m, k}, DataType::Float32(), "A");
     B = placeholder({k, n}, DataType::Float32(), "B");
     r = reduce_axis(k, "k");
-    C = compute({m, n}, [&](Var i, Var j) { return sum(A(i, r->var) * B(r->var, j), {r}); }, "C");
+    C = compute(
+        {m, n}, [&](Var i, Var j) { return sum(A(i, r->var) * B(r->var, j), {r}); }, "C");
   }
   std::vector<float> reference(const te_testing::Values& v) const {
     std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
@@ -104,8 +106,8 @@ TEST_F(ScheduleTest, TiledMatMulWithCacheWriteAndComputeAt) {
     s[CC].vectorize(s[CC].axis()[1]);
     s[p.C].parallel(t[0]);
     auto v = random_values({p.A, p.B, p.C}, 200 + trial);
-    SCOPED_TRACE(::testing::Message() << p.m << "x" << p.n << "x" << p.k << " tile " << bm << "x"
-                                    << bn << " k/" << kf);
+    SCOPED_TRACE(::testing::Message()
+                 << p.m << "x" << p.n << "x" << p.k << " tile " << bm << "x" << bn << " k/" << kf);
     check_both(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
   }
 }
@@ -113,9 +115,12 @@ TEST_F(ScheduleTest, TiledMatMulWithCacheWriteAndComputeAt) {
 TEST_F(ScheduleTest, ComputeInlineAndComputeRoot) {
   int m = draw(2, 20), n = draw(2, 20);
   Tensor A = placeholder({m, n}, DataType::Float32(), "A");
-  Tensor B = compute({m, n}, [&](Var i, Var j) { return A(i, j) * 3.0f; }, "B");
-  Tensor C = compute({m, n}, [&](Var i, Var j) { return max(B(i, j) - 0.5f, 0.0f); }, "C");
-  Tensor D = compute({m, n}, [&](Var i, Var j) { return C(i, j) + B(i, j); }, "D");
+  Tensor B = compute(
+      {m, n}, [&](Var i, Var j) { return A(i, j) * 3.0f; }, "B");
+  Tensor C = compute(
+      {m, n}, [&](Var i, Var j) { return max(B(i, j) - 0.5f, 0.0f); }, "C");
+  Tensor D = compute(
+      {m, n}, [&](Var i, Var j) { return C(i, j) + B(i, j); }, "D");
   Schedule s({D});
   s[C].compute_inline();
   s[B].compute_at(s[D], s[D].axis()[0]);
@@ -150,7 +155,8 @@ TEST_F(ScheduleTest, RfactorSum) {
     int m = draw(1, 12), n = draw(1, 100);
     Tensor A = placeholder({m, n}, DataType::Float32(), "A");
     IterVar r = reduce_axis(n, "r");
-    Tensor S = compute({m}, [&](Var i) { return sum(A(i, r->var), {r}); }, "S");
+    Tensor S = compute(
+        {m}, [&](Var i) { return sum(A(i, r->var), {r}); }, "S");
     Schedule s({S});
     auto [ro, ri] = s[S].split(r, draw(1, 8));
     Tensor RF = s.rfactor(S, ri);
@@ -168,9 +174,11 @@ TEST_F(ScheduleTest, RfactorSum) {
 TEST_F(ScheduleTest, MaxReductionWithStorageAlignAndPragma) {
   int m = draw(3, 17), n = draw(3, 19);
   Tensor A = placeholder({m, n}, DataType::Float32(), "A");
-  Tensor B = compute({m, n}, [&](Var i, Var j) { return A(i, j) * A(i, j); }, "B");
+  Tensor B = compute(
+      {m, n}, [&](Var i, Var j) { return A(i, j) * A(i, j); }, "B");
   IterVar r = reduce_axis(n, "r");
-  Tensor M = compute({m}, [&](Var i) { return te::max(B(i, r->var), {r}); }, "M");
+  Tensor M = compute(
+      {m}, [&](Var i) { return te::max(B(i, r->var), {r}); }, "M");
   Schedule s({M});
   s[B].storage_align(s[B].axis()[0], 8, 1);
   s[M].pragma(s[M].axis()[0], "auto_unroll_max_step", 16);
@@ -199,8 +207,9 @@ TEST(Lower, PrintsTheIRAfterAPass) {
 TEST(Lower, MissingArgumentIsNamed) {
   Add2D p(4, 4);
   Schedule s({p.C});
-  EXPECT_NE(testing::user_error([&] { lower(s, {p.A, p.C}, "k"); })
-                .find("lower 'k': input 'B' is read but is not among the arguments"),
+  EXPECT_NE(testing::user_error([&] {
+              lower(s, {p.A, p.C}, "k");
+            }).find("lower 'k': input 'B' is read but is not among the arguments"),
             std::string::npos);
 }
 

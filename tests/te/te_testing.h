@@ -42,8 +42,8 @@ inline Values random_values(const std::vector<te::Tensor>& args, uint32_t seed) 
 
 inline std::string library_path() {
   static int counter = 0;
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("anvil_te_test_" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("anvil_te_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / ("m" + std::to_string(counter++) + ".so")).string();
 }

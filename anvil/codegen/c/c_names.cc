@@ -111,9 +111,9 @@ const std::unordered_set<std::string>& reserved_names() {
       // math functions the generated code calls
       "exp", "expf", "exp2", "exp2f", "log", "logf", "log2", "log2f", "sqrt", "sqrtf", "tanh",
       "tanhf", "erf", "erff", "pow", "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf",
-      "round", "roundf", "nearbyint", "nearbyintf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf", "cos", "cosf", "isnan",
-      "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy", "memset", "malloc",
-      "free",
+      "round", "roundf", "nearbyint", "nearbyintf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf",
+      "cos", "cosf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
+      "memset", "malloc", "free",
       // the kernel ABI
       "args", "nargs", "ctx", "lane", "begin", "end", "closure", "captured"};
   return names;
