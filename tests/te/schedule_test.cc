@@ -191,6 +191,17 @@ TEST_F(ScheduleTest, MaxReductionWithStorageAlignAndPragma) {
   EXPECT_NE(to_string(f.body).find("pragma_auto_unroll_max_step"), std::string::npos) << f.body;
 }
 
+// The example of README.md, at a smaller size.
+TEST_F(ScheduleTest, ReadmeExample) {
+  MatMul p(64, 64, 64);
+  Schedule s({p.C});
+  std::vector<IterVar> t = s[p.C].tile(s[p.C].axis()[0], s[p.C].axis()[1], 32, 32);
+  s[p.C].parallel(t[0]);
+  s[p.C].vectorize(t[3]);
+  auto v = random_values({p.A, p.B, p.C}, 500);
+  check_both(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
+}
+
 TEST(Lower, PrintsTheIRAfterAPass) {
   Add2D p(8, 8);
   Schedule s({p.C});
