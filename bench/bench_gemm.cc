@@ -81,6 +81,16 @@ double fma_peak_gflops() {
 #endif
 }
 
+// The CPU's model name as the kernel reports it.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The two sides
 
@@ -228,8 +238,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
   // The table and the summary.
-  std::string json = "{\"machine\": {\"cpu\": \"" + target.str() +
-                     "\", \"peak_gflops_per_core\": " + std::to_string(peak) + "},\n \"rows\": [";
+  std::string json = "{\"machine\": {\"cpu\": \"" + cpu_model() + "\", \"target\": \"" +
+                     target.str() + "\", \"peak_gflops_per_core\": " + std::to_string(peak) +
+                     "},\n \"rows\": [";
   std::printf(
       "\n| name | threads | anvil ms | openblas ms | speedup | anvil GFLOP/s | peak fraction |\n"
       "|---|---|---|---|---|---|---|\n");
