@@ -60,6 +60,7 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   ir::LoweredFunc f{name, {}, {}};
   for (const te::Tensor& t : args) f.args.push_back(t->buffer);
 
+  // clang-format off
   ir::Stmt s = te::schedule_to_loops(schedule);  dump("loops", s);
   f.body = s;
   f = transform::flatten_storage(f);            s = f.body; dump("flatten", s);
@@ -70,6 +71,7 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   s = arith::simplify(s);                       dump("simplify", s);
   s = transform::storage_rewrite(s);            dump("storage", s);
   s = transform::remove_no_op(s);               dump("no_op", s);
+  // clang-format on
   f.body = s;
   return f;
 }
