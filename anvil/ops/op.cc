@@ -1,0 +1,162 @@
+#include "anvil/ops/op.h"
+
+#include <mutex>
+#include <sstream>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/families.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops {
+
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::kInjective:
+      return "injective";
+    case Pattern::kReduction:
+      return "reduction";
+    case Pattern::kComplexOutFusable:
+      return "complex-out-fusable";
+    case Pattern::kOpaque:
+      return "opaque";
+  }
+  return "?";
+}
+
+namespace {
+
+template <typename T>
+const T* find_as(const std::map<std::string, AttrValue>& values, const std::string& op,
+                 const std::string& name, const char* kind) {
+  auto it = values.find(name);
+  if (it == values.end()) return nullptr;
+  const T* v = std::get_if<T>(&it->second);
+  ANVIL_CHECK(v, op, ": attribute '", name, "' must be ", kind);
+  return v;
+}
+
+}  // namespace
+
+int64_t Attrs::get_int(const std::string& name) const {
+  const int64_t* v = find_as<int64_t>(values_, op_, name, "an integer");
+  ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
+  return *v;
+}
+
+int64_t Attrs::get_int(const std::string& name, int64_t fallback) const {
+  const int64_t* v = find_as<int64_t>(values_, op_, name, "an integer");
+  return v ? *v : fallback;
+}
+
+double Attrs::get_float(const std::string& name) const {
+  ANVIL_CHECK(has(name), op_, ": missing attribute '", name, "'");
+  return get_float(name, 0.0);
+}
+
+double Attrs::get_float(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  const double* d = std::get_if<double>(&it->second);
+  ANVIL_CHECK(d, op_, ": attribute '", name, "' must be a number");
+  return *d;
+}
+
+std::vector<int64_t> Attrs::get_ints(const std::string& name) const {
+  ANVIL_CHECK(has(name), op_, ": missing attribute '", name, "'");
+  return get_ints(name, {});
+}
+
+std::vector<int64_t> Attrs::get_ints(const std::string& name, std::vector<int64_t> fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  if (const int64_t* i = std::get_if<int64_t>(&it->second)) return {*i};
+  const std::vector<int64_t>* v = std::get_if<std::vector<int64_t>>(&it->second);
+  ANVIL_CHECK(v, op_, ": attribute '", name, "' must be a list of integers");
+  return *v;
+}
+
+std::string Attrs::get_string(const std::string& name) const {
+  const std::string* v = find_as<std::string>(values_, op_, name, "a string");
+  ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
+  return *v;
+}
+
+std::string Attrs::get_string(const std::string& name, std::string fallback) const {
+  const std::string* v = find_as<std::string>(values_, op_, name, "a string");
+  return v ? *v : fallback;
+}
+
+std::string to_string(const TensorType& t) {
+  std::ostringstream os;
+  os << t.dtype << "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) os << (i ? ", " : "") << t.shape[i];
+  os << "]";
+  return os.str();
+}
+
+namespace {
+
+std::map<std::string, OpDef>& registry() {
+  static std::map<std::string, OpDef> ops;
+  return ops;
+}
+
+// Each family's registration (families.h).
+void register_all() {
+  register_elementwise_ops();
+}
+
+void ensure_registered() {
+  static std::once_flag once;
+  std::call_once(once, register_all);
+}
+
+}  // namespace
+
+void register_op(OpDef def) {
+  ANVIL_ICHECK(!def.name.empty() && !registry().count(def.name), "operator '", def.name,
+               "' registered twice");
+  std::string name = def.name;
+  registry().emplace(std::move(name), std::move(def));
+}
+
+const OpDef& lookup(const std::string& name) {
+  ensure_registered();
+  auto it = registry().find(name);
+  ANVIL_CHECK(it != registry().end(), "unknown operator '", name, "'");
+  return it->second;
+}
+
+std::vector<std::string> registered_ops() {
+  ensure_registered();
+  std::vector<std::string> names;
+  for (const auto& [name, _] : registry()) names.push_back(name);
+  return names;
+}
+
+std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape) {
+  std::vector<ir::Expr> out;
+  for (int64_t d : shape) {
+    ANVIL_CHECK(d > 0 && d <= INT32_MAX, "dimension ", d, " is out of range");
+    out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+std::vector<int64_t> shape_of(const te::Tensor& t) {
+  std::vector<int64_t> out;
+  for (const ir::Expr& d : t->shape) {
+    std::optional<int64_t> v = ir::as_const_int(d);
+    ANVIL_CHECK(v, "tensor '", t.name(), "' has a symbolic shape");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+int64_t knob(const Config& config, const std::string& name, int64_t fallback) {
+  auto it = config.find(name);
+  return it == config.end() ? fallback : it->second;
+}
+
+}  // namespace anvil::ops

@@ -1,0 +1,25 @@
+#include "anvil/ops/schedule_util.h"
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/op.h"
+
+namespace anvil::ops {
+
+void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+  te::Stage stage = s[out];
+  std::vector<ir::IterVar> axes = stage.axis();
+  if (axes.empty()) return;
+  int64_t total = 1;
+  for (int64_t d : shape_of(out)) total *= d;
+  ir::IterVar fused = axes[0];
+  for (size_t i = 1; i < axes.size(); ++i) fused = stage.fuse(fused, axes[i]);
+  // Rule: vectorize by the register width when there are at least two vectors of work; hand the
+  // threads chunks of at least 16 vectors, so a parallel loop never costs more than it saves.
+  int64_t lanes = target.vector_lanes_f32();
+  if (total < 2 * lanes) return;
+  auto [outer, inner] = stage.split(fused, lanes);
+  stage.vectorize(inner);
+  if (total >= 16 * lanes * 2) stage.parallel(outer);
+}
+
+}  // namespace anvil::ops

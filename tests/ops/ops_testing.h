@@ -1,0 +1,130 @@
+// Shared by the operator tests: builds an operator from its registered definition on inputs of
+// given types, schedules it with its default x86 schedule (or a given config), compiles it with
+// LLVM, runs it on random inputs, and compares every output with the operator's reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/ir/printer.h"
+#include "anvil/lower/lower.h"
+#include "anvil/ops/op.h"
+#include "testing/kernel_args.h"
+
+namespace anvil::ops_testing {
+
+using ops::Attrs;
+using ops::TensorType;
+
+// A tensor of `type` with random contents: floats uniform in [lo, hi], integers in [lo, hi],
+// bools 0/1.
+inline runtime::NDArray random_array(const TensorType& type, std::mt19937& rng, double lo = -1.0,
+                                     double hi = 1.0) {
+  runtime::NDArray a = testing::array(type.shape, type.dtype);
+  int64_t n = a.numel();
+  ir::DataType t = type.dtype;
+  if (t == ir::DataType::Float32()) {
+    std::uniform_real_distribution<float> d(static_cast<float>(lo), static_cast<float>(hi));
+    for (int64_t i = 0; i < n; ++i) a.data_as<float>()[i] = d(rng);
+  } else if (t == ir::DataType::Int32()) {
+    std::uniform_int_distribution<int32_t> d(static_cast<int32_t>(lo), static_cast<int32_t>(hi));
+    for (int64_t i = 0; i < n; ++i) a.data_as<int32_t>()[i] = d(rng);
+  } else if (t == ir::DataType::Int64()) {
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+    for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = d(rng);
+  } else if (t.is_bool()) {
+    std::uniform_int_distribution<int> d(0, 1);
+    for (int64_t i = 0; i < n; ++i) a.data_as<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
+  } else {
+    ADD_FAILURE() << "random_array: no generator for " << t;
+  }
+  return a;
+}
+
+// Element i of a host tensor as a double.
+inline double element(const runtime::NDArray& a, int64_t i) {
+  DLDataType t = a.dtype();
+  if (t.code == kDLFloat && t.bits == 32) return a.data_as<float>()[i];
+  if (t.code == kDLFloat && t.bits == 64) return a.data_as<double>()[i];
+  if (t.code == kDLInt && t.bits == 32) return a.data_as<int32_t>()[i];
+  if (t.code == kDLInt && t.bits == 64) return static_cast<double>(a.data_as<int64_t>()[i]);
+  if (t.bits == 8) return a.data_as<uint8_t>()[i];
+  ADD_FAILURE() << "element: unsupported dtype";
+  return 0;
+}
+
+struct CheckOptions {
+  double tol = 1e-5;  // |got - want| <= tol * (1 + |want|); integers and bools compare exactly
+  double lo = -1.0, hi = 1.0;  // range of the random inputs
+  uint32_t seed = 1;
+  ops::Config config;  // knobs for the schedule (empty: the default rule)
+  // Inputs given explicitly (for indices and the like); random where empty.
+  std::vector<runtime::NDArray> inputs;
+};
+
+// Builds, runs and checks operator `name`. Returns the lowered function for further checks.
+inline ir::LoweredFunc check_op(const std::string& name, const std::vector<TensorType>& types,
+                                const Attrs& attrs, const CheckOptions& options = {}) {
+  const ops::OpDef& def = ops::lookup(name);
+  std::vector<TensorType> out_types = def.infer(types, attrs);
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < types.size(); ++i) {
+    ins.push_back(
+        te::placeholder(ops::to_exprs(types[i].shape), types[i].dtype, "in" + std::to_string(i)));
+  }
+  std::vector<te::Tensor> outs = def.compute(ins, attrs);
+  EXPECT_EQ(outs.size(), out_types.size()) << name;
+  for (size_t i = 0; i < outs.size() && i < out_types.size(); ++i) {
+    EXPECT_EQ(ops::shape_of(outs[i]), out_types[i].shape) << name << " output " << i;
+    EXPECT_EQ(outs[i]->dtype, out_types[i].dtype) << name << " output " << i;
+  }
+  te::Schedule s(outs);
+  Target target = Target::host();
+  def.schedule_x86(s, outs, target, options.config);
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  ir::LoweredFunc f = lower(s, args, name);
+  auto module = codegen::LLVMModule::compile({f}, target);
+
+  std::mt19937 rng(options.seed);
+  std::vector<runtime::NDArray> in_arrays = options.inputs;
+  for (size_t i = in_arrays.size(); i < types.size(); ++i) {
+    in_arrays.push_back(random_array(types[i], rng, options.lo, options.hi));
+  }
+  std::vector<runtime::NDArray> out_arrays;
+  std::vector<const DLTensor*> ptrs;
+  for (const runtime::NDArray& a : in_arrays) ptrs.push_back(a.get());
+  for (const TensorType& t : out_types) {
+    out_arrays.push_back(testing::array(t.shape, t.dtype));
+    ptrs.push_back(out_arrays.back().get());
+  }
+  int32_t status = testing::call(module->get_function(name), ptrs);
+  EXPECT_EQ(status, 0) << name << ": " << AnvilGetLastError();
+
+  std::vector<runtime::NDArray> want = def.reference(in_arrays, attrs);
+  EXPECT_EQ(want.size(), out_arrays.size());
+  for (size_t o = 0; o < want.size() && o < out_arrays.size(); ++o) {
+    ir::DataType t = out_types[o].dtype;
+    int bad = 0;
+    for (int64_t i = 0; i < want[o].numel() && bad < 5; ++i) {
+      double w = element(want[o], i), g = element(out_arrays[o], i);
+      bool ok = t.is_float() ? (std::abs(g - w) <= options.tol * (1 + std::abs(w)) ||
+                                (std::isnan(g) && std::isnan(w)))
+                             : g == w;
+      if (!ok) {
+        ++bad;
+        ADD_FAILURE() << name << " output " << o << " element " << i << ": got " << g << ", want "
+                      << w;
+      }
+    }
+  }
+  return f;
+}
+
+}  // namespace anvil::ops_testing
