@@ -1,5 +1,23 @@
-// Elementwise operators: unary functions, binary operators with NumPy broadcasting.
+// Elementwise operators: unary functions, binary operators, comparisons and logic with NumPy
+// broadcasting, where (three-way broadcasting) and cast. All are kInjective and share one
+// registration path: a dtype rule (which also validates the attributes), a scalar compute on the
+// loaded operands, and a scalar reference on host values.
+//
+// Semantics follow ONNX:
+// - Max/Min (maximum, minimum, relu, clip, hard_sigmoid) propagate NaN.
+// - Integer div truncates toward zero (C semantics, ONNX Div on integers). Division by zero is
+//   undefined in ONNX; here it gives 0 instead of trapping, and INT_MIN / -1 wraps.
+// - Integer add/sub/mul overflow is undefined (as in ONNX); tests keep values in range.
+// - clip with min > max gives max everywhere (Min(max, Max(x, min))).
+// - cast from float to an integer truncates toward zero (out of range: undefined, as in ONNX);
+//   to bool is x != 0 (NaN is true); int64 to int32 wraps.
+// - Comparisons on NaN are false (equal, less, ...).
+// Transcendentals use the IR intrinsics; the LLVM back end implements float32 exp, tanh, sigmoid
+// and erf as polynomials (relative error about 2e-7).
+#include <algorithm>
 #include <cmath>
+#include <numbers>
+#include <utility>
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
@@ -13,6 +31,15 @@ using namespace ir;
 
 namespace {
 
+const DataType kF32 = DataType::Float32();
+const DataType kI32 = DataType::Int32();
+const DataType kI64 = DataType::Int64();
+const DataType kBool = DataType::Bool();
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  return to_string(TensorType{shape, kF32}).substr(7);  // drop "float32"
+}
+
 // ---- broadcasting
 
 // The NumPy broadcast of two shapes; throws naming the op and both shapes when they disagree.
@@ -23,12 +50,17 @@ std::vector<int64_t> broadcast_shape(const std::string& op, const std::vector<in
   for (size_t i = 0; i < n; ++i) {
     int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ANVIL_CHECK(x == y || x == 1 || y == 1, op, ": shapes ",
-                to_string(TensorType{a, DataType::Float32()}).substr(7), " and ",
-                to_string(TensorType{b, DataType::Float32()}).substr(7),
-                " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")");
+    ANVIL_CHECK(x == y || x == 1 || y == 1, op, ": shapes ", shape_string(a), " and ",
+                shape_string(b), " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")");
     out[i] = std::max(x, y);
   }
+  return out;
+}
+
+std::vector<int64_t> broadcast_shapes(const std::string& op,
+                                      const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<int64_t> out = shapes[0];
+  for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shape(op, out, shapes[i]);
   return out;
 }
 
@@ -53,77 +85,202 @@ int64_t broadcast_offset(const std::vector<int64_t>& shape, const std::vector<in
   return off;
 }
 
-std::vector<int64_t> array_shape(const runtime::NDArray& a) {
-  return a.shape();
+// ---- dtypes
+
+enum class TypeSet { kFloat, kNumeric, kNumericOrBool, kBool };
+
+bool in_set(DataType t, TypeSet set) {
+  switch (set) {
+    case TypeSet::kFloat:
+      return t == kF32;
+    case TypeSet::kNumeric:
+      return t == kF32 || t == kI32 || t == kI64;
+    case TypeSet::kNumericOrBool:
+      return t == kF32 || t == kI32 || t == kI64 || t == kBool;
+    case TypeSet::kBool:
+      return t == kBool;
+  }
+  return false;
 }
 
-// ---- registration helpers
+const char* set_name(TypeSet set) {
+  switch (set) {
+    case TypeSet::kFloat:
+      return "float32";
+    case TypeSet::kNumeric:
+      return "float32, int32 or int64";
+    case TypeSet::kNumericOrBool:
+      return "float32, int32, int64 or bool";
+    case TypeSet::kBool:
+      return "bool";
+  }
+  return "?";
+}
 
-using ScalarFn = std::function<Expr(Expr)>;
-using HostFn = std::function<float(float)>;
+// Checks that inputs [first, in.size()) all have one dtype from `set`; returns it.
+DataType common_type(const std::string& op, const std::vector<TensorType>& in, TypeSet set,
+                     size_t first = 0) {
+  DataType t = in[first].dtype;
+  for (size_t i = first; i < in.size(); ++i) {
+    ANVIL_CHECK(in_set(in[i].dtype, set), op, ": input ", i, " is ", to_string(in[i]),
+                ", expected ", set_name(set));
+    ANVIL_CHECK(in[i].dtype == t, op, ": input types differ: ", to_string(in[first]), " and ",
+                to_string(in[i]));
+  }
+  return t;
+}
 
-void register_unary(const std::string& name, ScalarFn f, HostFn ref) {
+// A float attribute that must not be NaN.
+double float_attr(const Attrs& attrs, const std::string& name, double fallback) {
+  double v = attrs.get_float(name, fallback);
+  ANVIL_CHECK(!std::isnan(v), attrs.op(), ": attribute '", name, "' is NaN");
+  return v;
+}
+
+// The dtype named by cast's attribute 'to'.
+DataType cast_target(const Attrs& attrs) {
+  std::string to = attrs.get_string("to");
+  if (to == "float32") return kF32;
+  if (to == "int32") return kI32;
+  if (to == "int64") return kI64;
+  if (to == "bool") return kBool;
+  throw Error(
+      str(attrs.op(), ": attribute 'to' is '", to, "', expected float32, int32, int64 or bool"));
+}
+
+// ---- host values of the references
+
+// One element in a reference: a double for float tensors, an int64 for integer and bool ones.
+struct Value {
+  bool is_float = false;
+  double f = 0;
+  int64_t i = 0;
+};
+Value fval(double f) {
+  return {true, f, 0};
+}
+Value ival(int64_t i) {
+  return {false, 0, i};
+}
+Value bval(bool b) {
+  return {false, 0, b ? 1 : 0};
+}
+
+Value read_value(const runtime::NDArray& a, int64_t k) {
+  DLDataType t = a.dtype();
+  if (t.code == kDLFloat) return fval(a.data_as<float>()[k]);
+  if (t.bits == 32) return ival(a.data_as<int32_t>()[k]);
+  if (t.bits == 64) return ival(a.data_as<int64_t>()[k]);
+  return ival(a.data_as<uint8_t>()[k]);  // bool
+}
+
+void write_value(const runtime::NDArray& a, int64_t k, DataType t, Value v) {
+  if (t == kF32) {
+    a.data_as<float>()[k] = static_cast<float>(v.is_float ? v.f : static_cast<double>(v.i));
+  } else if (t == kBool) {
+    a.data_as<uint8_t>()[k] = v.is_float ? v.f != 0 : v.i != 0;
+  } else {
+    // Float to integer truncates toward zero; int64 to int32 wraps (C++20 conversion rules).
+    int64_t i = v.is_float ? static_cast<int64_t>(v.f) : v.i;
+    if (t == kI32) {
+      a.data_as<int32_t>()[k] = static_cast<int32_t>(i);
+    } else {
+      a.data_as<int64_t>()[k] = i;
+    }
+  }
+}
+
+// The dtype of a host tensor among those the references handle.
+DataType host_type(const std::string& op, const runtime::NDArray& a) {
+  DLDataType d = a.dtype();
+  if (d.code == kDLFloat && d.bits == 32) return kF32;
+  if (d.code == kDLInt && d.bits == 32) return kI32;
+  if (d.code == kDLInt && d.bits == 64) return kI64;
+  if (d.code == static_cast<uint8_t>(DataType::Code::kBool) && d.bits == 8) return kBool;
+  throw Error(str(op, ": the reference has no implementation for ", runtime::to_string(d)));
+}
+
+DLDataType dl_type(DataType t) {
+  return DLDataType{static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bytes() * 8), 1};
+}
+
+// Integer arithmetic that wraps instead of overflowing (the reference must not be undefined).
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+// ---- registration
+
+// Validates the input dtypes and the attributes; returns the output dtype.
+using TypeRule =
+    std::function<DataType(const std::string&, const std::vector<TensorType>&, const Attrs&)>;
+// The output element from the loaded input elements.
+using ComputeFn = std::function<Expr(const std::vector<Expr>&, const Attrs&)>;
+// The same on host values.
+using RefFn = std::function<Value(const std::vector<Value>&, const Attrs&)>;
+
+// Registers an elementwise op of `arity` inputs, broadcast together. With `first_shape`, the
+// other inputs must broadcast to the first one's shape (prelu's slope).
+void register_elementwise(const std::string& name, size_t arity, TypeRule type_rule, ComputeFn f,
+                          RefFn ref, bool first_shape = false) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
-  def.infer = [name](const std::vector<TensorType>& in, const Attrs&) {
-    ANVIL_CHECK(in.size() == 1, name, ": expects 1 input, got ", in.size());
-    ANVIL_CHECK(in[0].dtype == DataType::Float32(), name, ": input must be float32, not ",
-                in[0].dtype);
-    return std::vector<TensorType>{in[0]};
+  def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
+    ANVIL_CHECK(in.size() == arity, name, ": expects ", arity, arity == 1 ? " input" : " inputs",
+                ", got ", in.size());
+    DataType out_type = type_rule(name, in, attrs);
+    std::vector<std::vector<int64_t>> shapes;
+    for (const TensorType& t : in) shapes.push_back(t.shape);
+    std::vector<int64_t> shape = broadcast_shapes(name, shapes);
+    if (first_shape) {
+      for (size_t i = 1; i < in.size(); ++i) {
+        ANVIL_CHECK(broadcast_shape(name, in[0].shape, in[i].shape) == in[0].shape, name,
+                    ": input ", i, " of shape ", shape_string(in[i].shape),
+                    " does not broadcast to input 0's shape ", shape_string(in[0].shape));
+      }
+    }
+    return std::vector<TensorType>{{shape, out_type}};
   };
-  def.compute = [name, f](const std::vector<te::Tensor>& in, const Attrs&) {
-    te::Tensor x = in[0];
-    return std::vector<te::Tensor>{te::compute(
-        x->shape,
-        [&](const std::vector<Var>& i) { return f(x(std::vector<Expr>(i.begin(), i.end()))); },
-        name)};
-  };
-  def.reference = [ref](const std::vector<runtime::NDArray>& in, const Attrs&) {
-    runtime::NDArray out = runtime::NDArray::empty(in[0].shape(), runtime::dl_float32());
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.data_as<float>()[i] = ref(in[0].data_as<float>()[i]);
-    return std::vector<runtime::NDArray>{out};
-  };
-  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
-                        const Config&) { schedule_injective_x86(s, outs[0], t); };
-  register_op(std::move(def));
-}
-
-using BinaryFn = std::function<Expr(Expr, Expr)>;
-using HostBinaryFn = std::function<float(float, float)>;
-
-void register_binary(const std::string& name, BinaryFn f, HostBinaryFn ref) {
-  OpDef def;
-  def.name = name;
-  def.pattern = Pattern::kInjective;
-  def.infer = [name](const std::vector<TensorType>& in, const Attrs&) {
-    ANVIL_CHECK(in.size() == 2, name, ": expects 2 inputs, got ", in.size());
-    ANVIL_CHECK(in[0].dtype == in[1].dtype, name, ": input types differ: ", to_string(in[0]),
-                " and ", to_string(in[1]));
-    return std::vector<TensorType>{{broadcast_shape(name, in[0].shape, in[1].shape), in[0].dtype}};
-  };
-  def.compute = [name, f](const std::vector<te::Tensor>& in, const Attrs&) {
-    te::Tensor a = in[0], b = in[1];
-    std::vector<int64_t> shape = broadcast_shape(name, shape_of(a), shape_of(b));
+  def.compute = [=](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const te::Tensor& t : in) shapes.push_back(shape_of(t));
+    std::vector<int64_t> shape = broadcast_shapes(name, shapes);
     return std::vector<te::Tensor>{te::compute(
         to_exprs(shape),
         [&](const std::vector<Var>& i) {
-          return f(a(broadcast_indices(a, i)), b(broadcast_indices(b, i)));
+          std::vector<Expr> args;
+          for (const te::Tensor& t : in) args.push_back(t(broadcast_indices(t, i)));
+          return f(args, attrs);
         },
         name)};
   };
-  def.reference = [name, ref](const std::vector<runtime::NDArray>& in, const Attrs&) {
-    std::vector<int64_t> sa = array_shape(in[0]), sb = array_shape(in[1]);
-    std::vector<int64_t> shape = broadcast_shape(name, sa, sb);
-    runtime::NDArray out = runtime::NDArray::empty(shape, runtime::dl_float32());
+  def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    std::vector<TensorType> types;
+    std::vector<std::vector<int64_t>> shapes;
+    for (const runtime::NDArray& a : in) {
+      types.push_back({a.shape(), host_type(name, a)});
+      shapes.push_back(a.shape());
+    }
+    DataType out_type = type_rule(name, types, attrs);
+    std::vector<int64_t> shape = broadcast_shapes(name, shapes);
+    runtime::NDArray out = runtime::NDArray::empty(shape, dl_type(out_type));
     std::vector<int64_t> coord(shape.size(), 0);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      out.data_as<float>()[i] = ref(in[0].data_as<float>()[broadcast_offset(sa, coord)],
-                                    in[1].data_as<float>()[broadcast_offset(sb, coord)]);
-      for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-        if (++coord[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
-        coord[static_cast<size_t>(d)] = 0;
+    std::vector<Value> args(in.size());
+    for (int64_t k = 0; k < out.numel(); ++k) {
+      for (size_t j = 0; j < in.size(); ++j) {
+        args[j] = read_value(in[j], broadcast_offset(shapes[j], coord));
+      }
+      write_value(out, k, out_type, ref(args, attrs));
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++coord[d] < shape[d]) break;
+        coord[d] = 0;
       }
     }
     return std::vector<runtime::NDArray>{out};
@@ -133,13 +290,358 @@ void register_binary(const std::string& name, BinaryFn f, HostBinaryFn ref) {
   register_op(std::move(def));
 }
 
+// Type rules.
+TypeRule same_type(TypeSet set) {
+  return [set](const std::string& op, const std::vector<TensorType>& in, const Attrs&) {
+    return common_type(op, in, set);
+  };
+}
+TypeRule to_bool(TypeSet set) {
+  return [set](const std::string& op, const std::vector<TensorType>& in, const Attrs&) {
+    common_type(op, in, set);
+    return kBool;
+  };
+}
+
+Expr call(Intrinsic op, Expr x) {
+  return Call::make(op, {std::move(x)});
+}
+
+using UnaryF = std::function<Expr(Expr, const Attrs&)>;
+using UnaryRef = std::function<double(double, const Attrs&)>;
+
+// A unary float32 op; `check` validates the attributes.
+void unary_float(const std::string& name, UnaryF f, UnaryRef ref,
+                 std::function<void(const Attrs&)> check = nullptr) {
+  register_elementwise(
+      name, 1,
+      [check](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+        DataType t = common_type(op, in, TypeSet::kFloat);
+        if (check) check(attrs);
+        return t;
+      },
+      [f](const std::vector<Expr>& x, const Attrs& attrs) { return f(x[0], attrs); },
+      [ref](const std::vector<Value>& x, const Attrs& attrs) { return fval(ref(x[0].f, attrs)); });
+}
+
+using BinaryF = std::function<Expr(Expr, Expr)>;
+using BinaryFloatRef = std::function<double(double, double)>;
+using BinaryIntRef = std::function<int64_t(int64_t, int64_t)>;
+
+// A binary arithmetic op on float32, int32 or int64 (float32 only without `int_ref`).
+void binary_arith(const std::string& name, BinaryF f, BinaryFloatRef float_ref,
+                  BinaryIntRef int_ref = nullptr) {
+  register_elementwise(
+      name, 2, same_type(int_ref ? TypeSet::kNumeric : TypeSet::kFloat),
+      [f](const std::vector<Expr>& x, const Attrs&) { return f(x[0], x[1]); },
+      [float_ref, int_ref](const std::vector<Value>& x, const Attrs&) {
+        return x[0].is_float ? fval(float_ref(x[0].f, x[1].f)) : ival(int_ref(x[0].i, x[1].i));
+      });
+}
+
+// A comparison: bool output.
+void comparison(const std::string& name, TypeSet set, BinaryF f,
+                std::function<bool(double, double)> float_ref,
+                std::function<bool(int64_t, int64_t)> int_ref) {
+  register_elementwise(
+      name, 2, to_bool(set),
+      [f](const std::vector<Expr>& x, const Attrs&) { return f(x[0], x[1]); },
+      [float_ref, int_ref](const std::vector<Value>& x, const Attrs&) {
+        return bval(x[0].is_float ? float_ref(x[0].f, x[1].f) : int_ref(x[0].i, x[1].i));
+      });
+}
+
+// Integer division truncating toward zero that never traps: x / 0 is 0, INT_MIN / -1 wraps.
+Expr int_div(Expr a, Expr b) {
+  DataType t = a.type();
+  Expr zero = make_zero(t), one = make_one(t), minus_one = make_const(t, -1);
+  Expr safe = select(b == zero || b == minus_one, one, b);
+  Expr q = truncdiv(a, safe);
+  // -a through unsigned arithmetic, which wraps (signed overflow would be undefined).
+  DataType ut = DataType::UInt(t.bits());
+  Expr neg = cast(t, make_zero(ut) - cast(ut, a));
+  return select(b == zero, zero, select(b == minus_one, neg, q));
+}
+
+int64_t int_div_ref(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return wrap_sub(0, a);
+  return a / b;  // C++ truncates toward zero
+}
+
+void register_unary_ops() {
+  // relu, neg and abs also take integers.
+  register_elementwise(
+      "relu", 1, same_type(TypeSet::kNumeric),
+      [](const std::vector<Expr>& x, const Attrs&) { return max(x[0], make_zero(x[0].type())); },
+      [](const std::vector<Value>& x, const Attrs&) {
+        if (x[0].is_float) return fval(std::isnan(x[0].f) ? x[0].f : x[0].f < 0 ? 0.0 : x[0].f);
+        return ival(x[0].i < 0 ? 0 : x[0].i);
+      });
+  register_elementwise(
+      "neg", 1, same_type(TypeSet::kNumeric),
+      [](const std::vector<Expr>& x, const Attrs&) {
+        return x[0].type().is_float() ? -x[0] : make_zero(x[0].type()) - x[0];
+      },
+      [](const std::vector<Value>& x, const Attrs&) {
+        return x[0].is_float ? fval(-x[0].f) : ival(wrap_sub(0, x[0].i));
+      });
+  register_elementwise(
+      "abs", 1, same_type(TypeSet::kNumeric),
+      [](const std::vector<Expr>& x, const Attrs&) {
+        if (x[0].type().is_float()) return call(Intrinsic::kFabs, x[0]);
+        Expr zero = make_zero(x[0].type());
+        return select(x[0] < zero, zero - x[0], x[0]);
+      },
+      [](const std::vector<Value>& x, const Attrs&) {
+        return x[0].is_float ? fval(std::fabs(x[0].f))
+                             : ival(x[0].i < 0 ? wrap_sub(0, x[0].i) : x[0].i);
+      });
+
+  // clip(x; min, max): float32, int32 or int64; for integers the bounds must be integers in the
+  // type's range (or infinite: no bound).
+  register_elementwise(
+      "clip", 1,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+        DataType t = common_type(op, in, TypeSet::kNumeric);
+        std::pair<const char*, double> bounds[] = {{"min", -INFINITY}, {"max", INFINITY}};
+        for (auto [name, fallback] : bounds) {
+          double v = float_attr(attrs, name, fallback);
+          if (t.is_float() || std::isinf(v)) continue;
+          ANVIL_CHECK(v == std::floor(v), op, ": attribute '", name, "' is ", v,
+                      ", but must be an integer for ", t, " input");
+          // As a double, int64's maximum rounds up to 2^63: the upper test is strict.
+          ANVIL_CHECK(
+              v >= static_cast<double>(t.min_value()) && v < static_cast<double>(t.max_value()) + 1,
+              op, ": attribute '", name, "' is ", v, ", outside the range of ", t);
+        }
+        return t;
+      },
+      [](const std::vector<Expr>& x, const Attrs& attrs) {
+        DataType t = x[0].type();
+        double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
+        Expr y = x[0];
+        if (t.is_float()) {
+          if (lo != -INFINITY) y = max(y, make_const(t, lo));
+          if (hi != INFINITY) y = min(y, make_const(t, hi));
+          return y;
+        }
+        // Integers (bounds validated to lie in the type's range): a bound at the type's limit is
+        // no bound.
+        if (lo != -INFINITY && static_cast<int64_t>(lo) > t.min_value()) {
+          y = max(y, make_const(t, static_cast<int64_t>(lo)));
+        }
+        if (hi != INFINITY && static_cast<int64_t>(hi) < t.max_value()) {
+          y = min(y, make_const(t, static_cast<int64_t>(hi)));
+        }
+        return y;
+      },
+      [](const std::vector<Value>& x, const Attrs& attrs) {
+        double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
+        if (x[0].is_float) {
+          double v = x[0].f;
+          if (v < lo) v = lo;
+          if (v > hi) v = hi;
+          return fval(v);
+        }
+        int64_t v = x[0].i;
+        if (static_cast<double>(v) < lo) v = static_cast<int64_t>(lo);
+        if (static_cast<double>(v) > hi) v = static_cast<int64_t>(hi);
+        return ival(v);
+      });
+
+  unary_float(
+      "leaky_relu",
+      [](Expr x, const Attrs& a) {
+        return select(x < 0.0f, x * static_cast<float>(a.get_float("alpha", 0.01)), x);
+      },
+      [](double x, const Attrs& a) { return x < 0 ? a.get_float("alpha", 0.01) * x : x; },
+      [](const Attrs& a) { float_attr(a, "alpha", 0.01); });
+  unary_float(
+      "sigmoid", [](Expr x, const Attrs&) { return call(Intrinsic::kSigmoid, x); },
+      [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); });
+  unary_float(
+      "hard_sigmoid",
+      [](Expr x, const Attrs& a) {
+        float alpha = static_cast<float>(a.get_float("alpha", 0.2));
+        float beta = static_cast<float>(a.get_float("beta", 0.5));
+        return max(min(x * alpha + beta, 1.0f), 0.0f);
+      },
+      [](double x, const Attrs& a) {
+        double y = a.get_float("alpha", 0.2) * x + a.get_float("beta", 0.5);
+        return y < 0 ? 0.0 : y > 1 ? 1.0 : y;
+      },
+      [](const Attrs& a) {
+        float_attr(a, "alpha", 0.2);
+        float_attr(a, "beta", 0.5);
+      });
+  unary_float(
+      "hard_swish",
+      [](Expr x, const Attrs&) { return x * max(min(x * (1.0f / 6.0f) + 0.5f, 1.0f), 0.0f); },
+      [](double x, const Attrs&) {
+        double y = x / 6 + 0.5;
+        return x * (y < 0 ? 0.0 : y > 1 ? 1.0 : y);
+      });
+  unary_float(
+      "tanh", [](Expr x, const Attrs&) { return call(Intrinsic::kTanh, x); },
+      [](double x, const Attrs&) { return std::tanh(x); });
+  unary_float(
+      "exp", [](Expr x, const Attrs&) { return call(Intrinsic::kExp, x); },
+      [](double x, const Attrs&) { return std::exp(x); });
+  unary_float(
+      "log", [](Expr x, const Attrs&) { return call(Intrinsic::kLog, x); },
+      [](double x, const Attrs&) { return std::log(x); });
+  unary_float(
+      "sqrt", [](Expr x, const Attrs&) { return call(Intrinsic::kSqrt, x); },
+      [](double x, const Attrs&) { return std::sqrt(x); });
+  unary_float(
+      "reciprocal", [](Expr x, const Attrs&) { return Expr(1.0f) / x; },
+      [](double x, const Attrs&) { return 1.0 / x; });
+  unary_float(
+      "erf", [](Expr x, const Attrs&) { return call(Intrinsic::kErf, x); },
+      [](double x, const Attrs&) { return std::erf(x); });
+  // gelu: approximate = "none" (the exact erf form, default) or "tanh".
+  unary_float(
+      "gelu",
+      [](Expr x, const Attrs& a) {
+        if (a.get_string("approximate", "none") == "tanh") {
+          Expr inner =
+              (x + x * x * x * 0.044715f) * static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+          return x * 0.5f * (call(Intrinsic::kTanh, inner) + 1.0f);
+        }
+        return x * 0.5f *
+               (call(Intrinsic::kErf, x * static_cast<float>(1 / std::numbers::sqrt2)) + 1.0f);
+      },
+      [](double x, const Attrs& a) {
+        if (a.get_string("approximate", "none") == "tanh") {
+          return 0.5 * x *
+                 (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+        }
+        return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+      },
+      [](const Attrs& a) {
+        std::string approx = a.get_string("approximate", "none");
+        ANVIL_CHECK(approx == "none" || approx == "tanh", a.op(), ": attribute 'approximate' is '",
+                    approx, "', expected 'none' or 'tanh'");
+      });
+  unary_float(
+      "floor", [](Expr x, const Attrs&) { return call(Intrinsic::kFloor, x); },
+      [](double x, const Attrs&) { return std::floor(x); });
+  unary_float(
+      "ceil", [](Expr x, const Attrs&) { return call(Intrinsic::kCeil, x); },
+      [](double x, const Attrs&) { return std::ceil(x); });
+}
+
+void register_binary_ops() {
+  binary_arith(
+      "add", [](Expr a, Expr b) { return a + b; }, [](double a, double b) { return a + b; },
+      wrap_add);
+  binary_arith(
+      "sub", [](Expr a, Expr b) { return a - b; }, [](double a, double b) { return a - b; },
+      wrap_sub);
+  binary_arith(
+      "mul", [](Expr a, Expr b) { return a * b; }, [](double a, double b) { return a * b; },
+      wrap_mul);
+  binary_arith(
+      "div", [](Expr a, Expr b) { return a.type().is_float() ? a / b : int_div(a, b); },
+      [](double a, double b) { return a / b; }, int_div_ref);
+  binary_arith(
+      "pow",
+      [](Expr a, Expr b) {
+        return Call::make(Intrinsic::kPow, {a, b});
+      },
+      [](double a, double b) { return std::pow(a, b); });
+  binary_arith(
+      "maximum", [](Expr a, Expr b) { return max(a, b); },
+      [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
+                                      : a > b                        ? a
+                                                                     : b; },
+      [](int64_t a, int64_t b) { return a > b ? a : b; });
+  binary_arith(
+      "minimum", [](Expr a, Expr b) { return min(a, b); },
+      [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
+                                      : a < b                        ? a
+                                                                     : b; },
+      [](int64_t a, int64_t b) { return a < b ? a : b; });
+  // prelu(x, slope): slope broadcasts to x's shape (ONNX unidirectional broadcasting).
+  register_elementwise(
+      "prelu", 2, same_type(TypeSet::kFloat),
+      [](const std::vector<Expr>& x, const Attrs&) {
+        return select(x[0] < 0.0f, x[0] * x[1], x[0]);
+      },
+      [](const std::vector<Value>& x, const Attrs&) {
+        return fval(x[0].f < 0 ? x[1].f * x[0].f : x[0].f);
+      },
+      /*first_shape=*/true);
+
+  comparison(
+      "equal", TypeSet::kNumericOrBool, [](Expr a, Expr b) { return a == b; },
+      [](double a, double b) { return a == b; }, [](int64_t a, int64_t b) { return a == b; });
+  comparison(
+      "less", TypeSet::kNumeric, [](Expr a, Expr b) { return a < b; },
+      [](double a, double b) { return a < b; }, [](int64_t a, int64_t b) { return a < b; });
+  comparison(
+      "less_equal", TypeSet::kNumeric, [](Expr a, Expr b) { return a <= b; },
+      [](double a, double b) { return a <= b; }, [](int64_t a, int64_t b) { return a <= b; });
+  comparison(
+      "greater", TypeSet::kNumeric, [](Expr a, Expr b) { return a > b; },
+      [](double a, double b) { return a > b; }, [](int64_t a, int64_t b) { return a > b; });
+  comparison(
+      "greater_equal", TypeSet::kNumeric, [](Expr a, Expr b) { return a >= b; },
+      [](double a, double b) { return a >= b; }, [](int64_t a, int64_t b) { return a >= b; });
+
+  auto logic_ref = [](std::function<bool(bool, bool)> f) {
+    return [f](const std::vector<Value>& x, const Attrs&) { return bval(f(x[0].i, x[1].i)); };
+  };
+  register_elementwise(
+      "logical_and", 2, same_type(TypeSet::kBool),
+      [](const std::vector<Expr>& x, const Attrs&) { return x[0] && x[1]; },
+      logic_ref([](bool a, bool b) { return a && b; }));
+  register_elementwise(
+      "logical_or", 2, same_type(TypeSet::kBool),
+      [](const std::vector<Expr>& x, const Attrs&) { return x[0] || x[1]; },
+      logic_ref([](bool a, bool b) { return a || b; }));
+  register_elementwise(
+      "logical_xor", 2, same_type(TypeSet::kBool),
+      [](const std::vector<Expr>& x, const Attrs&) { return x[0] != x[1]; },
+      logic_ref([](bool a, bool b) { return a != b; }));
+  register_elementwise(
+      "logical_not", 1, same_type(TypeSet::kBool),
+      [](const std::vector<Expr>& x, const Attrs&) { return !x[0]; },
+      [](const std::vector<Value>& x, const Attrs&) { return bval(x[0].i == 0); });
+}
+
+void register_other_ops() {
+  // where(cond, x, y): cond bool, x and y of one type; all three broadcast.
+  register_elementwise(
+      "where", 3,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs&) {
+        ANVIL_CHECK(in[0].dtype == kBool, op, ": input 0 (condition) is ", to_string(in[0]),
+                    ", expected bool");
+        return common_type(op, in, TypeSet::kNumericOrBool, 1);
+      },
+      [](const std::vector<Expr>& x, const Attrs&) { return select(x[0], x[1], x[2]); },
+      [](const std::vector<Value>& x, const Attrs&) { return x[0].i != 0 ? x[1] : x[2]; });
+  // cast(x; to).
+  register_elementwise(
+      "cast", 1,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+        common_type(op, in, TypeSet::kNumericOrBool);
+        return cast_target(attrs);
+      },
+      [](const std::vector<Expr>& x, const Attrs& attrs) {
+        DataType to = cast_target(attrs);
+        return x[0].type() == to ? x[0] : Cast::make(to, x[0]);
+      },
+      [](const std::vector<Value>& x, const Attrs&) { return x[0]; });
+}
+
 }  // namespace
 
 void register_elementwise_ops() {
-  register_unary(
-      "relu", [](Expr x) { return max(x, 0.0f); }, [](float x) { return std::max(x, 0.0f); });
-  register_binary(
-      "add", [](Expr a, Expr b) { return a + b; }, [](float a, float b) { return a + b; });
+  register_unary_ops();
+  register_binary_ops();
+  register_other_ops();
 }
 
 }  // namespace anvil::ops

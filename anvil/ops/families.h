@@ -5,5 +5,10 @@
 namespace anvil::ops {
 
 void register_elementwise_ops();  // elementwise.cc
+void register_dense_ops();        // dense.cc
+void register_conv_ops();         // conv.cc
+void register_pool_norm_ops();   // pool_norm.cc
+void register_transform_ops();  // transform.cc
+void register_reduce_ops();     // reduce.cc
 
 }  // namespace anvil::ops

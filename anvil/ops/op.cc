@@ -105,6 +105,11 @@ std::map<std::string, OpDef>& registry() {
 // Each family's registration (families.h).
 void register_all() {
   register_elementwise_ops();
+  register_dense_ops();
+  register_conv_ops();
+  register_pool_norm_ops();
+  register_transform_ops();
+  register_reduce_ops();
 }
 
 void ensure_registered() {

@@ -82,6 +82,13 @@ std::vector<Tensor> inputs_of(const Tensor& t) {
 // ---------------------------------------------------------------------------------------------
 // Stage
 
+int Stage::index() const {
+  for (size_t i = 0; i < s_->stages.size(); ++i) {
+    if (s_->stages[i].tensor.get() == tensor_) return static_cast<int>(i);
+  }
+  ANVIL_UNREACHABLE("a stage outlived its tensor's place in the schedule");
+}
+
 size_t Stage::leaf_position(const IterVar& iv, const char* primitive) const {
   const StageState& s = state();
   ANVIL_CHECK(iv.defined(), primitive, " on stage '", name(), "': the axis is undefined");
@@ -169,20 +176,21 @@ void Stage::compute_at(const Stage& parent, const IterVar& scope) {
   // A consumer reads this stage directly or through other stages (which must end up inlined;
   // schedule_to_loops checks that once inlining is done).
   std::vector<bool> reaches(s_->stages.size(), false);
-  reaches[static_cast<size_t>(index_)] = true;
-  for (size_t j = static_cast<size_t>(index_) + 1; j < s_->stages.size(); ++j) {
-    for (size_t p = static_cast<size_t>(index_); p < j && !reaches[j]; ++p) {
-      reaches[j] = reaches[p] && reads_buffer(s_->stages[j].body, s_->stages[p].tensor->buffer.get());
+  const int self = index(), target = parent.index();
+  reaches[static_cast<size_t>(self)] = true;
+  for (size_t j = static_cast<size_t>(self) + 1; j < s_->stages.size(); ++j) {
+    for (size_t p = static_cast<size_t>(self); p < j && !reaches[j]; ++p) {
+      reaches[j] =
+          reaches[p] && reads_buffer(s_->stages[j].body, s_->stages[p].tensor->buffer.get());
     }
   }
-  ANVIL_CHECK(parent.index_ > index_ && reaches[static_cast<size_t>(parent.index_)],
-              "compute_at: stage '", name(), "' must be computed inside a consumer, but '",
-              parent.name(), "' does not read it");
+  ANVIL_CHECK(target > self && reaches[static_cast<size_t>(target)], "compute_at: stage '", name(),
+              "' must be computed inside a consumer, but '", parent.name(), "' does not read it");
   ANVIL_CHECK(!state().is_output, "compute_at: '", name(),
               "' is an output of the schedule; outputs are computed at the top level");
   StageState& s = state();
   s.attach = AttachKind::kScope;
-  s.attach_stage = parent.index_;
+  s.attach_stage = target;
   s.attach_axis = scope;
 }
 
@@ -262,12 +270,12 @@ int Schedule::index_of(const Tensor& t, const char* primitive) const {
 }
 
 Stage Schedule::operator[](const Tensor& t) const {
-  return Stage(s_, index_of(t, "stage"));
+  return Stage(s_, s_->stages[static_cast<size_t>(index_of(t, "stage"))].tensor.get());
 }
 
 std::vector<Stage> Schedule::stages() const {
   std::vector<Stage> out;
-  for (size_t i = 0; i < s_->stages.size(); ++i) out.emplace_back(s_, static_cast<int>(i));
+  for (const StageState& st : s_->stages) out.emplace_back(s_, st.tensor.get());
   return out;
 }
 
@@ -290,8 +298,8 @@ Tensor Schedule::cache_read(const Tensor& t, MemoryScope scope,
   std::vector<int> reader_index;
   for (const Tensor& r : readers) {
     int i = index_of(r, "cache_read");
-    ANVIL_CHECK(reads_buffer(s_->stages[static_cast<size_t>(i)].body, t->buffer.get()), "cache_read: '",
-                r.name(), "' does not read '", t.name(), "'");
+    ANVIL_CHECK(reads_buffer(s_->stages[static_cast<size_t>(i)].body, t->buffer.get()),
+                "cache_read: '", r.name(), "' does not read '", t.name(), "'");
     reader_index.push_back(i);
   }
   std::string name = t.name() + "." + memory_scope_name(scope);

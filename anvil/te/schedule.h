@@ -62,7 +62,10 @@ struct ScheduleState {
 
 class Stage {
  public:
-  Stage(std::shared_ptr<ScheduleState> s, int index) : s_(std::move(s)), index_(index) {}
+  // A stage is named by its tensor, so it stays valid when cache_read, cache_write or rfactor
+  // insert stages before it.
+  Stage(std::shared_ptr<ScheduleState> s, const TensorNode* tensor)
+      : s_(std::move(s)), tensor_(tensor) {}
 
   // (outer, inner) with inner's extent `factor`; a tail is guarded when the extent is not a
   // multiple.
@@ -95,16 +98,16 @@ class Stage {
   const std::vector<IterVar>& leaf_axes() const { return state().leaf; }
   const std::string& name() const { return state().tensor.name(); }
   const Tensor& tensor() const { return state().tensor; }
-  int index() const { return index_; }
+  int index() const;  // position in the schedule (producers first)
 
  private:
-  StageState& state() const { return s_->stages[static_cast<size_t>(index_)]; }
+  StageState& state() const { return s_->stages[static_cast<size_t>(index())]; }
   // Position of `iv` among the leaf loops; throws naming the primitive when absent.
   size_t leaf_position(const IterVar& iv, const char* primitive) const;
   void annotate(const IterVar& axis, ir::ForKind kind, const char* primitive);
 
   std::shared_ptr<ScheduleState> s_;
-  int index_;
+  const TensorNode* tensor_;
 };
 
 class Schedule {

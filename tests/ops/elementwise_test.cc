@@ -1,32 +1,419 @@
 // Elementwise operators against their references, on random shapes with broadcasting.
+//
+// Tolerances (|got - want| <= tol * (1 + |want|)):
+//   1e-6  ops that are exact or correctly rounded in float32 (relu, leaky_relu, clip, neg, abs,
+//         floor, ceil, add, sub, mul, div, reciprocal, sqrt, maximum, minimum, prelu,
+//         hard_sigmoid, hard_swish) and libm's log and pow
+//   2e-6  ops on the back end's float32 polynomials (exp, tanh, sigmoid, erf, gelu)
+//   exact integer and bool outputs (comparisons, logic, where, cast to integers and bool)
 #include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
 
 #include "ops_testing.h"
 #include "testing/errors.h"
+#include "testing/kernel_args.h"
 
 namespace anvil::ops {
 namespace {
 
 using ir::DataType;
 using ops_testing::check_op;
+using ops_testing::CheckOptions;
 
 const DataType f32 = DataType::Float32();
+const DataType i32 = DataType::Int32();
+const DataType i64 = DataType::Int64();
+const DataType b8 = DataType::Bool();
+using Shape = std::vector<int64_t>;
 
-TEST(Elementwise, Relu) {
-  check_op("relu", {{{3, 17, 5}, f32}}, Attrs("relu", {}));
-  check_op("relu", {{{1}, f32}}, Attrs("relu", {}));
+constexpr double kExact = 1e-6;
+constexpr double kPoly = 2e-6;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Shapes for unary ops: fixed ones (one element, odd sizes, one big enough to be vectorized and
+// parallel) and random ones of rank 1 to 4 (fixed seed).
+std::vector<Shape> unary_shapes() {
+  std::vector<Shape> shapes = {{1}, {7}, {3, 17, 5}, {3, 37, 5}};
+  std::mt19937 rng(7);
+  for (int k = 0; k < 3; ++k) {
+    Shape s(std::uniform_int_distribution<size_t>(1, 4)(rng));
+    for (int64_t& d : s) d = std::uniform_int_distribution<int64_t>(1, 9)(rng);
+    shapes.push_back(s);
+  }
+  return shapes;
 }
 
-TEST(Elementwise, AddBroadcasts) {
-  check_op("add", {{{4, 1, 7}, f32}, {{3, 1}, f32}}, Attrs("add", {}));
-  check_op("add", {{{2, 64, 9, 9}, f32}, {{2, 64, 9, 9}, f32}}, Attrs("add", {}));
+// Shape pairs for binary ops: broadcasting patterns, scalar-like [1], rank mismatch, both sides
+// broadcasting, one element, a big one, and random equal shapes.
+std::vector<std::pair<Shape, Shape>> binary_shapes() {
+  std::vector<std::pair<Shape, Shape>> pairs = {
+      {{4, 1, 7}, {3, 1}}, {{5, 6}, {1}},    {{1}, {2, 3, 5}},      {{2, 3, 5}, {5}},
+      {{1}, {1}},          {{6, 1}, {1, 9}}, {{3, 37, 5}, {37, 1}}, {{2, 1, 3, 1}, {4, 1, 5}}};
+  for (const Shape& s : unary_shapes()) pairs.push_back({s, s});
+  return pairs;
+}
+
+void check_unary(const std::string& name, const Attrs& attrs, DataType t, double tol, double lo,
+                 double hi) {
+  uint32_t seed = 1;
+  for (const Shape& s : unary_shapes()) {
+    SCOPED_TRACE(name + " " + to_string(TensorType{s, t}));
+    CheckOptions opt;
+    opt.tol = tol;
+    opt.lo = lo;
+    opt.hi = hi;
+    opt.seed = seed++;
+    check_op(name, {{s, t}}, attrs, opt);
+  }
+}
+
+void check_binary(const std::string& name, DataType t, double tol, double lo, double hi,
+                  const Attrs& attrs = {}) {
+  uint32_t seed = 1;
+  for (const auto& [a, b] : binary_shapes()) {
+    SCOPED_TRACE(name + " " + to_string(TensorType{a, t}) + " " + to_string(TensorType{b, t}));
+    CheckOptions opt;
+    opt.tol = tol;
+    opt.lo = lo;
+    opt.hi = hi;
+    opt.seed = seed++;
+    check_op(name, {{a, t}, {b, t}}, attrs, opt);
+  }
+}
+
+template <typename T>
+runtime::NDArray array_of(const std::vector<T>& values, DataType t) {
+  runtime::NDArray a = testing::array({static_cast<int64_t>(values.size())}, t);
+  testing::write(a, values);
+  return a;
+}
+
+// `specials` followed by ordinary values up to 40 elements (so the vectorized loop sees them).
+std::vector<float> padded(std::vector<float> specials, float fill = 0.5f) {
+  for (size_t i = specials.size(); i < 40; ++i) specials.push_back(fill + 0.01f * i);
+  return specials;
+}
+
+// ---- unary
+
+TEST(Elementwise, UnaryFloat) {
+  struct Case {
+    std::string name;
+    Attrs attrs;
+    double tol, lo, hi;
+  };
+  std::vector<Case> cases = {
+      {"relu", {}, kExact, -1, 1},
+      {"leaky_relu", {}, kExact, -3, 3},
+      {"leaky_relu", Attrs("leaky_relu", {{"alpha", 0.3}}), kExact, -3, 3},
+      {"clip", Attrs("clip", {{"min", -0.5}, {"max", 0.25}}), kExact, -1, 1},
+      {"clip", Attrs("clip", {{"min", int64_t{0}}}), kExact, -1, 1},
+      {"clip", Attrs("clip", {{"max", 0.5}}), kExact, -1, 1},
+      {"clip", {}, kExact, -1, 1},
+      {"clip", Attrs("clip", {{"min", 0.5}, {"max", -0.5}}), kExact, -1, 1},  // min > max: max
+      {"sigmoid", {}, kPoly, -20, 20},
+      {"hard_sigmoid", {}, kExact, -4, 4},
+      {"hard_sigmoid", Attrs("hard_sigmoid", {{"alpha", 0.5}, {"beta", 0.1}}), kExact, -4, 4},
+      {"hard_swish", {}, kExact, -5, 5},
+      {"tanh", {}, kPoly, -10, 10},
+      {"exp", {}, kPoly, -30, 30},
+      {"log", {}, kExact, 1e-3, 100},
+      {"sqrt", {}, kExact, 0, 100},
+      {"reciprocal", {}, kExact, 0.25, 4},
+      {"reciprocal", {}, kExact, -4, -0.25},
+      {"erf", {}, kPoly, -4, 4},
+      {"gelu", {}, kPoly, -6, 6},
+      {"gelu", Attrs("gelu", {{"approximate", std::string("tanh")}}), kPoly, -6, 6},
+      {"neg", {}, kExact, -10, 10},
+      {"abs", {}, kExact, -10, 10},
+      {"floor", {}, kExact, -10, 10},
+      {"ceil", {}, kExact, -10, 10},
+  };
+  for (const Case& c : cases) {
+    Attrs attrs(c.name, c.attrs.values());
+    check_unary(c.name, attrs, f32, c.tol, c.lo, c.hi);
+  }
+}
+
+TEST(Elementwise, UnaryInteger) {
+  for (DataType t : {i32, i64}) {
+    check_unary("relu", Attrs("relu", {}), t, 0, -100, 100);
+    check_unary("neg", Attrs("neg", {}), t, 0, -100, 100);
+    check_unary("abs", Attrs("abs", {}), t, 0, -100, 100);
+    check_unary("clip", Attrs("clip", {{"min", -20.0}, {"max", int64_t{30}}}), t, 0, -100, 100);
+    check_unary("clip", Attrs("clip", {{"max", int64_t{-5}}}), t, 0, -100, 100);
+    // Bounds at the type's limits.
+    double tmin = static_cast<double>(t.min_value()), tmax = t == i32 ? 2147483647.0 : 0x1p62;
+    check_unary("clip", Attrs("clip", {{"min", tmin}, {"max", tmax}}), t, 0, -100, 100);
+  }
+}
+
+TEST(Elementwise, UnarySpecialValues) {
+  auto check = [](const std::string& name, std::vector<float> specials, double tol = kExact,
+                  Attrs attrs = {}) {
+    SCOPED_TRACE(name);
+    std::vector<float> v = padded(std::move(specials));
+    CheckOptions opt;
+    opt.tol = tol;
+    opt.inputs = {array_of(v, f32)};
+    check_op(name, {{{static_cast<int64_t>(v.size())}, f32}}, Attrs(name, attrs.values()), opt);
+  };
+  check("relu", {kNaN, -kInf, kInf, -0.0f});
+  check("leaky_relu", {kNaN, -kInf, kInf});
+  check("clip", {kNaN, -kInf, kInf}, kExact, Attrs("clip", {{"min", -1.0}, {"max", 1.0}}));
+  check("hard_sigmoid", {kNaN, -kInf, kInf});
+  check("exp", {kNaN, -kInf, kInf, 88.0f, -87.0f, 100.0f, -200.0f}, kPoly);
+  check("sigmoid", {kNaN, -kInf, kInf, 100.0f, -100.0f}, kPoly);
+  check("tanh", {kNaN, -kInf, kInf, 20.0f, -20.0f}, kPoly);
+  check("erf", {kNaN, -kInf, kInf, 10.0f, -10.0f}, kPoly);
+  check("log", {kNaN, 0.0f, -1.0f, kInf});
+  check("sqrt", {kNaN, 0.0f, -1.0f, kInf});
+  check("reciprocal", {kNaN, 0.0f, -0.0f, kInf});
+  check("abs", {kNaN, -kInf, -0.0f});
+  check("floor", {kNaN, -kInf, -2.5f, 2.5f});
+  check("ceil", {kNaN, kInf, -2.5f, 2.5f});
+}
+
+// ---- binary
+
+TEST(Elementwise, BinaryFloat) {
+  check_binary("add", f32, kExact, -10, 10);
+  check_binary("sub", f32, kExact, -10, 10);
+  check_binary("mul", f32, kExact, -10, 10);
+  check_binary("div", f32, kExact, 0.5, 4);
+  check_binary("div", f32, kExact, -4, -0.5);
+  check_binary("pow", f32, kExact, 0.1, 3);
+  check_binary("maximum", f32, kExact, -10, 10);
+  check_binary("minimum", f32, kExact, -10, 10);
+}
+
+TEST(Elementwise, BinaryInteger) {
+  for (DataType t : {i32, i64}) {
+    for (const char* name : {"add", "sub", "mul", "div", "maximum", "minimum"}) {
+      check_binary(name, t, 0, -100, 100);
+    }
+  }
+}
+
+TEST(Elementwise, IntegerDivTruncatesTowardZero) {
+  // ONNX Div on integers truncates; x / 0 is 0 here (undefined in ONNX) and INT_MIN / -1 wraps.
+  std::vector<int32_t> a = {7, -7, 7, -7, 9, 5, INT32_MIN, 3, 0, -1};
+  std::vector<int32_t> b = {2, 2, -2, -2, 3, 0, -1, 7, 4, 0};
+  CheckOptions opt;
+  opt.inputs = {array_of(a, i32), array_of(b, i32)};
+  check_op("div", {{{10}, i32}, {{10}, i32}}, Attrs("div", {}), opt);
+  std::vector<runtime::NDArray> want = lookup("div").reference(opt.inputs, Attrs("div", {}));
+  std::vector<int32_t> got = testing::read<int32_t>(want[0]);
+  EXPECT_EQ(got, (std::vector<int32_t>{3, -3, -3, 3, 3, 0, INT32_MIN, 0, 0, 0}));
+
+  std::vector<int64_t> a64 = {7, -7, INT64_MIN, -9000000000LL};
+  std::vector<int64_t> b64 = {-2, 0, -1, 4};
+  opt.inputs = {array_of(a64, i64), array_of(b64, i64)};
+  check_op("div", {{{4}, i64}, {{4}, i64}}, Attrs("div", {}), opt);
+}
+
+TEST(Elementwise, PowNegativeBase) {
+  CheckOptions opt;
+  opt.inputs = {array_of(padded({-2.0f, -2.0f, -3.0f, 0.0f, kNaN, 1.0f}), f32),
+                array_of(padded({3.0f, 2.0f, 0.5f, -1.0f, 0.0f, kNaN}), f32)};
+  check_op("pow", {{{40}, f32}, {{40}, f32}}, Attrs("pow", {}), opt);
+}
+
+TEST(Elementwise, MaximumMinimumPropagateNaN) {
+  for (const char* name : {"maximum", "minimum"}) {
+    CheckOptions opt;
+    opt.inputs = {array_of(padded({kNaN, 1.0f, kNaN, -kInf, kInf, 2.0f}, 0.25f), f32),
+                  array_of(padded({1.0f, kNaN, kNaN, 3.0f, 3.0f, -0.0f}, 0.75f), f32)};
+    check_op(name, {{{40}, f32}, {{40}, f32}}, Attrs(name, {}), opt);
+    // Checks the reference itself: NaN in either operand gives NaN.
+    std::vector<float> want =
+        testing::read<float>(lookup(name).reference(opt.inputs, Attrs(name, {}))[0]);
+    EXPECT_TRUE(std::isnan(want[0]) && std::isnan(want[1]) && std::isnan(want[2])) << name;
+  }
+}
+
+TEST(Elementwise, Prelu) {
+  std::vector<std::pair<Shape, Shape>> cases = {{{2, 3, 4, 5}, {3, 1, 1}},
+                                                {{2, 3, 4, 5}, {1}},
+                                                {{2, 3, 4, 5}, {5}},
+                                                {{3, 37, 5}, {3, 37, 5}},
+                                                {{1}, {1}}};
+  uint32_t seed = 1;
+  for (const auto& [x, slope] : cases) {
+    CheckOptions opt;
+    opt.tol = kExact;
+    opt.lo = -3;
+    opt.hi = 3;
+    opt.seed = seed++;
+    check_op("prelu", {{x, f32}, {slope, f32}}, Attrs("prelu", {}), opt);
+  }
+}
+
+// ---- comparisons and logic
+
+TEST(Elementwise, Comparisons) {
+  for (const char* name : {"equal", "less", "less_equal", "greater", "greater_equal"}) {
+    check_binary(name, f32, 0, -3, 3);
+    // Small integer ranges make ties common.
+    check_binary(name, i32, 0, -2, 2);
+    check_binary(name, i64, 0, -2, 2);
+    // Ties and NaN in floats: every comparison with NaN is false.
+    CheckOptions opt;
+    opt.inputs = {array_of(padded({1.0f, kNaN, kNaN, -0.0f, kInf, 2.0f}), f32),
+                  array_of(padded({1.0f, 1.0f, kNaN, 0.0f, kInf, 1.0f}), f32)};
+    check_op(name, {{{40}, f32}, {{40}, f32}}, Attrs(name, {}), opt);
+  }
+  check_binary("equal", b8, 0, 0, 1);
+}
+
+TEST(Elementwise, Logical) {
+  for (const char* name : {"logical_and", "logical_or", "logical_xor"}) {
+    check_binary(name, b8, 0, 0, 1);
+  }
+  check_unary("logical_not", Attrs("logical_not", {}), b8, 0, 0, 1);
+}
+
+// ---- where and cast
+
+TEST(Elementwise, WhereBroadcastsThreeWays) {
+  std::vector<std::array<Shape, 3>> cases = {{{{4, 1, 7}, {3, 1}, {1}}},
+                                             {{{1}, {2, 3}, {3}}},
+                                             {{{5}, {5}, {5}}},
+                                             {{{3, 1, 5}, {1, 37, 1}, {3, 37, 5}}},
+                                             {{{1}, {1}, {1}}}};
+  uint32_t seed = 1;
+  for (DataType t : {f32, i32, i64, b8}) {
+    for (const auto& [c, x, y] : cases) {
+      SCOPED_TRACE(to_string(TensorType{c, b8}) + " " + to_string(TensorType{x, t}) + " " +
+                   to_string(TensorType{y, t}));
+      CheckOptions opt;
+      opt.lo = -100;
+      opt.hi = 100;
+      opt.seed = seed++;
+      std::mt19937 rng(seed + 1000);
+      opt.inputs = {ops_testing::random_array({c, b8}, rng)};
+      check_op("where", {{c, b8}, {x, t}, {y, t}}, Attrs("where", {}), opt);
+    }
+  }
+}
+
+TEST(Elementwise, Cast) {
+  for (DataType from : {f32, i32, i64, b8}) {
+    for (const char* to : {"float32", "int32", "int64", "bool"}) {
+      SCOPED_TRACE(str(from, " -> ", to));
+      Attrs attrs("cast", {{"to", std::string(to)}});
+      // Floats to integers truncate toward zero; random floats are rarely integral.
+      double lo = from.is_bool() ? 0 : -100, hi = from.is_bool() ? 1 : 100;
+      check_unary("cast", attrs, from, 0, lo, hi);
+    }
+  }
+  // Float specials to bool (NaN is true) and to float; int64 to int32 wraps.
+  CheckOptions opt;
+  opt.inputs = {array_of(padded({kNaN, 0.0f, -0.0f, kInf, -2.5f, 0.25f}), f32)};
+  check_op("cast", {{{40}, f32}}, Attrs("cast", {{"to", std::string("bool")}}), opt);
+  opt.inputs = {
+      array_of(std::vector<int64_t>{(1LL << 33) + 5, -(1LL << 40) - 3, -1, INT64_MAX}, i64)};
+  check_op("cast", {{{4}, i64}}, Attrs("cast", {{"to", std::string("int32")}}), opt);
+  std::vector<int32_t> wrapped = testing::read<int32_t>(
+      lookup("cast").reference(opt.inputs, Attrs("cast", {{"to", std::string("int32")}}))[0]);
+  EXPECT_EQ(wrapped, (std::vector<int32_t>{5, -3, -1, -1}));
+}
+
+TEST(Elementwise, AllInjective) {
+  for (const char* name :
+       {"relu",        "leaky_relu", "clip",        "sigmoid",     "hard_sigmoid", "hard_swish",
+        "tanh",        "exp",        "log",         "sqrt",        "reciprocal",   "erf",
+        "gelu",        "neg",        "abs",         "floor",       "ceil",         "add",
+        "sub",         "mul",        "div",         "pow",         "maximum",      "minimum",
+        "prelu",       "equal",      "less",        "less_equal",  "greater",      "greater_equal",
+        "logical_and", "logical_or", "logical_xor", "logical_not", "where",        "cast"}) {
+    EXPECT_EQ(lookup(name).pattern, Pattern::kInjective) << name;
+  }
+}
+
+// ---- errors
+
+std::string infer_error(const std::string& op, const std::vector<TensorType>& in,
+                        std::map<std::string, AttrValue> attrs = {}) {
+  return testing::user_error([&] { lookup(op).infer(in, Attrs(op, attrs)); });
+}
+
+void expect_has(const std::string& msg, const std::string& part) {
+  EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected: " << part;
 }
 
 TEST(Elementwise, AddRejectsShapesThatDoNotBroadcast) {
-  std::string msg = testing::user_error([] {
-    lookup("add").infer({{{4, 3}, f32}, {{2, 3}, f32}}, Attrs("add", {}));
-  });
-  EXPECT_NE(msg.find("add: shapes [4, 3] and [2, 3] do not broadcast"), std::string::npos) << msg;
+  expect_has(infer_error("add", {{{4, 3}, f32}, {{2, 3}, f32}}),
+             "add: shapes [4, 3] and [2, 3] do not broadcast (dimension 0: 4 vs 2)");
+}
+
+TEST(Elementwise, WhereRejectsShapesThatDoNotBroadcast) {
+  expect_has(infer_error("where", {{{2, 3}, b8}, {{3}, f32}, {{4, 3}, f32}}),
+             "where: shapes [2, 3] and [4, 3] do not broadcast");
+}
+
+TEST(Elementwise, RejectsWrongArity) {
+  expect_has(infer_error("sub", {{{3}, f32}}), "sub: expects 2 inputs, got 1");
+  expect_has(infer_error("exp", {{{3}, f32}, {{3}, f32}}), "exp: expects 1 input, got 2");
+  expect_has(infer_error("where", {{{3}, b8}, {{3}, f32}}), "where: expects 3 inputs, got 2");
+}
+
+TEST(Elementwise, RejectsWrongTypes) {
+  expect_has(infer_error("exp", {{{3}, i32}}), "exp: input 0 is int32[3], expected float32");
+  expect_has(infer_error("pow", {{{3}, i64}, {{3}, i64}}),
+             "pow: input 0 is int64[3], expected float32");
+  expect_has(infer_error("add", {{{3}, f32}, {{3}, i32}}),
+             "add: input types differ: float32[3] and int32[3]");
+  expect_has(infer_error("add", {{{3}, b8}, {{3}, b8}}),
+             "add: input 0 is bool[3], expected float32, int32 or int64");
+  expect_has(infer_error("less", {{{2}, b8}, {{2}, b8}}),
+             "less: input 0 is bool[2], expected float32, int32 or int64");
+  expect_has(infer_error("logical_and", {{{2}, b8}, {{2}, f32}}),
+             "logical_and: input 1 is float32[2], expected bool");
+  expect_has(infer_error("where", {{{2}, f32}, {{2}, f32}, {{2}, f32}}),
+             "where: input 0 (condition) is float32[2], expected bool");
+  expect_has(infer_error("where", {{{2}, b8}, {{2}, f32}, {{2}, i32}}),
+             "where: input types differ: float32[2] and int32[2]");
+  expect_has(infer_error("prelu", {{{2}, i32}, {{2}, i32}}),
+             "prelu: input 0 is int32[2], expected float32");
+}
+
+TEST(Elementwise, PreluRejectsSlopeThatDoesNotBroadcastToInput) {
+  expect_has(infer_error("prelu", {{{4, 5}, f32}, {{2, 4, 5}, f32}}),
+             "prelu: input 1 of shape [2, 4, 5] does not broadcast to input 0's shape [4, 5]");
+  expect_has(infer_error("prelu", {{{4, 5}, f32}, {{3, 5}, f32}}),
+             "prelu: shapes [4, 5] and [3, 5] do not broadcast");
+}
+
+TEST(Elementwise, RejectsInvalidAttributes) {
+  expect_has(infer_error("cast", {{{3}, f32}}, {{"to", std::string("float7")}}),
+             "cast: attribute 'to' is 'float7', expected float32, int32, int64 or bool");
+  expect_has(infer_error("cast", {{{3}, f32}}), "cast: missing attribute 'to'");
+  expect_has(infer_error("cast", {{{3}, f32}}, {{"to", int64_t{1}}}),
+             "cast: attribute 'to' must be a string");
+  expect_has(infer_error("clip", {{{3}, i32}}, {{"min", -2.5}}),
+             "clip: attribute 'min' is -2.5, but must be an integer for int32 input");
+  expect_has(infer_error("clip", {{{3}, i32}}, {{"max", 1e30}}),
+             "clip: attribute 'max' is 1e+30, outside the range of int32");
+  expect_has(infer_error("clip", {{{3}, i32}}, {{"max", 2147483648.0}}),
+             "clip: attribute 'max' is 2.14748e+09, outside the range of int32");
+  expect_has(infer_error("clip", {{{3}, i64}}, {{"min", -0x1p64}}), "outside the range of int64");
+  expect_has(infer_error("clip", {{{3}, f32}}, {{"max", std::nan("")}}),
+             "clip: attribute 'max' is NaN");
+  expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::nan("")}}),
+             "leaky_relu: attribute 'alpha' is NaN");
+  expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::string("big")}}),
+             "leaky_relu: attribute 'alpha' must be a number");
+  expect_has(infer_error("hard_sigmoid", {{{3}, f32}}, {{"beta", std::nan("")}}),
+             "hard_sigmoid: attribute 'beta' is NaN");
+  expect_has(infer_error("gelu", {{{3}, f32}}, {{"approximate", std::string("fast")}}),
+             "gelu: attribute 'approximate' is 'fast', expected 'none' or 'tanh'");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,12 +61,16 @@ inline double element(const runtime::NDArray& a, int64_t i) {
 }
 
 struct CheckOptions {
-  double tol = 1e-5;  // |got - want| <= tol * (1 + |want|); integers and bools compare exactly
+  double tol = 1e-5;  // |got - want| <= tol * (1 + |want|) (or equal: infinities); integers and
+                      // bools compare exactly
   double lo = -1.0, hi = 1.0;  // range of the random inputs
   uint32_t seed = 1;
   ops::Config config;  // knobs for the schedule (empty: the default rule)
   // Inputs given explicitly (for indices and the like); random where empty.
   std::vector<runtime::NDArray> inputs;
+  // Per output, per element, the magnitude the tolerance is relative to, in place of |want|
+  // (e.g. the sum of |x| for a sum, whose cancellation can make |want| small); from the inputs.
+  std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&)> magnitude;
 };
 
 // Builds, runs and checks operator `name`. Returns the lowered function for further checks.
@@ -108,13 +113,16 @@ inline ir::LoweredFunc check_op(const std::string& name, const std::vector<Tenso
   EXPECT_EQ(status, 0) << name << ": " << AnvilGetLastError();
 
   std::vector<runtime::NDArray> want = def.reference(in_arrays, attrs);
+  std::vector<runtime::NDArray> scale;
+  if (options.magnitude) scale = options.magnitude(in_arrays);
   EXPECT_EQ(want.size(), out_arrays.size());
   for (size_t o = 0; o < want.size() && o < out_arrays.size(); ++o) {
     ir::DataType t = out_types[o].dtype;
     int bad = 0;
     for (int64_t i = 0; i < want[o].numel() && bad < 5; ++i) {
       double w = element(want[o], i), g = element(out_arrays[o], i);
-      bool ok = t.is_float() ? (std::abs(g - w) <= options.tol * (1 + std::abs(w)) ||
+      double mag = o < scale.size() ? element(scale[o], i) : std::abs(w);
+      bool ok = t.is_float() ? (g == w || std::abs(g - w) <= options.tol * (1 + mag) ||
                                 (std::isnan(g) && std::isnan(w)))
                              : g == w;
       if (!ok) {

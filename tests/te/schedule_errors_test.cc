@@ -131,3 +131,27 @@ TEST(TensorErrors, WrongIndexCountAndBadShapes) {
 
 }  // namespace
 }  // namespace anvil::te
+
+namespace anvil::te {
+namespace {
+
+// A stage handle names its tensor, so stages inserted before it do not redirect it.
+TEST(StageHandle, SurvivesInsertedStages) {
+  Tensor A = placeholder({8, 64}, ir::DataType::Float32(), "A");
+  ir::IterVar r = reduce_axis(64, "r");
+  Tensor S = compute(
+      {8}, [&](ir::Var i) { return sum(A(i, r->var), {r}); }, "S");
+  Schedule s({S});
+  Stage before = s[S];
+  auto [ro, ri] = s[S].split(r, 8);
+  Tensor RF = s.rfactor(S, ri);
+  Tensor AL = s.cache_read(A, ir::MemoryScope::kLocal, {RF});
+  EXPECT_EQ(before.name(), "S");
+  EXPECT_EQ(before.index(), s[S].index());
+  before.parallel(before.axis()[0]);  // still S's own axis
+  (void)ro;
+  (void)AL;
+}
+
+}  // namespace
+}  // namespace anvil::te

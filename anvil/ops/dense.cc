@@ -1,0 +1,580 @@
+// Dense / matrix-multiply operators:
+//
+//   dense         x [M, K], weight [N, K] (ONNX Gemm with transB = 1, PyTorch Linear), optional
+//                 bias [N]                                           -> [M, N]
+//   matmul        A [.., M, K] . B [.., K, N] (attrs trans_a, trans_b: the last two dimensions
+//                 of that operand are swapped), batch dimensions broadcast as numpy.matmul
+//                                                                    -> [batch.., M, N]
+//   batch_matmul  A [B, M, K] . B [B, K, N] (trans_a, trans_b), batch sizes equal or 1
+//                                                                    -> [B, M, N]
+//
+// All three share one compute, in one of three forms chosen from the shapes alone (the compute
+// does not depend on the target):
+//
+//   packed path (M >= 8, kPackMinRows): B is packed into panels of 16 columns (kPanel: one
+//   AVX-512 vector, two AVX2 vectors), contiguous along k:
+//     packed[bb.., no, k, ni] = B[bb.., k, no*16 + ni]     (zero past N)
+//     acc[b.., m, n]          = sum_k A[ab.., m, k] * packed[bb.., n/16, k, n%16]
+//   row path (M < 8, B not transposed): packing would cost as much as the product, so
+//     acc[b.., m, n]          = sum_k A[ab.., m, k] * B[bb.., k, n]
+//   dot path (M < 8, B transposed: dense with M = 1 is the LSTM's matrix-vector product): rows
+//   of B are contiguous along K, so the product is dot products vectorized over K:
+//     part[b.., m, n, kv]     = sum_ko A[.., m, ko*16 + kv] * B[.., n, ko*16 + kv]  (k < K)
+//     acc[b.., m, n]          = sum_kv part[b.., m, n, kv]
+//   and for dense with a bias: out[m, n] = acc[m, n] + bias[n].
+//
+// Default x86 schedule, packed and row paths (the recipe of bench/gemm_te.h): out is tiled into
+// bm x bn blocks (bn a multiple of 16 and of the vector width); each block accumulates in a
+// bm x bn local tile computed at the block loop (cache_write, or the acc stage under a bias),
+// k split by k_unroll (inner part unrolled) and outside the tile loops, tile rows unrolled, tile
+// columns split into vectors (unrolled) of `lanes` floats (vectorized); the packing is vectorized
+// over its 16 columns; the outermost block loop (batch and column blocks fused) and the packing's
+// panel loop are parallel when there is enough work.
+// Dot path: tile_n outputs per block (the block loop, with batch and rows fused, is parallel);
+// per block the partial-sum vectors accumulate with k outer and the tile_n rows unrolled
+// (tile_n independent FMA chains), ko unrolled by k_unroll; the K tail is a guarded last step.
+//
+// The default rule (default_tiles):
+//   * registers: 32 vector registers with 512-bit vectors (AVX-512), else 16 (AVX2, SSE);
+//   * bn = 2 vectors of columns rounded up to a multiple of 16, bm = 6 rows when M >= 6
+//     (6 x 2 vectors = 12 accumulators: enough independent FMA chains to hide the FMA latency
+//     on two pipes, and 12 + 2 B vectors + 1 broadcast fit in 16 registers);
+//   * M < 6: bm = M, and the tile widens over N by 16 columns at a time (vectors over N, k
+//     outer) until it has 8 accumulator vectors, or bm*v + v + 1 (accumulators, B vectors, the
+//     broadcast; v = bn / lanes) would exceed registers - 1, or bn would pass N rounded up to 16;
+//   * k_unroll: 4, or the largest of 2, 1 that divides K when 4 does not (no tail guard in the
+//     micro-kernel);
+//   * dot path: tile_n = lanes / 2 rows (8 vector chains: 16 / lanes vectors per row),
+//     k_unroll = 1 (the rows already give the chains), tile_m = M (not tiled);
+//   * parallel: when batch * M * N * K >= 2^18 multiply-adds and there are at least two blocks.
+//
+// The tunable space (space): tile_m, tile_n, k_unroll, parallel, each with the rule's value
+// first. schedule_x86 honours a given config and rejects knob values it cannot use, naming the op.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/families.h"
+#include "anvil/ops/op.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops {
+
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kPanel = 16;  // columns per packed panel of B
+// B is packed only when A has at least this many rows: packing moves N*K elements once, which
+// the register tile earns back over M rows; for fewer rows (M = 1: a matrix-vector product,
+// memory bound) the product reads B where it is (row or dot path).
+constexpr int64_t kPackMinRows = 8;
+// Partial sums per dot product on the dot path (one AVX-512 vector, two AVX2 vectors).
+constexpr int64_t kDotLanes = 16;
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return to_string(TensorType{shape, DataType::Float32()}).substr(7);
+}
+
+// The parsed form of a matrix product: A [a_batch.., M, K] (stored [.., K, M] when trans_a),
+// B [b_batch.., K, N] (stored [.., N, K] when trans_b), out [batch.., M, N].
+struct Problem {
+  std::vector<int64_t> a_batch, b_batch, batch;
+  int64_t M = 0, N = 0, K = 0;
+  bool trans_a = false, trans_b = false;
+  bool bias = false;
+};
+
+bool flag(const Attrs& attrs, const std::string& op, const std::string& name) {
+  int64_t v = attrs.get_int(name, 0);
+  ANVIL_CHECK(v == 0 || v == 1, op, ": attribute '", name, "' must be 0 or 1, not ", v);
+  return v == 1;
+}
+
+// Validates the operand types of `op` and returns the problem. Every message names the op and
+// the inputs involved.
+Problem analyze(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  Problem p;
+  std::string a_name = op == "dense" ? "x" : "A", b_name = op == "dense" ? "weight" : "B";
+  if (op == "dense") {
+    ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
+                ": expects 2 or 3 inputs (x, weight[, bias]), got ", in.size());
+  } else {
+    ANVIL_CHECK(in.size() == 2, op, ": expects 2 inputs (A, B), got ", in.size());
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    ANVIL_CHECK(in[i].dtype == DataType::Float32(), op, ": input ", i, " must be float32, not ",
+                in[i].dtype);
+  }
+  const std::vector<int64_t>& a = in[0].shape;
+  const std::vector<int64_t>& b = in[1].shape;
+  if (op == "dense") {
+    ANVIL_CHECK(a.size() == 2, op, ": input 'x' must have rank 2 [M, K], got ", shape_str(a));
+    ANVIL_CHECK(b.size() == 2, op, ": input 'weight' must have rank 2 [N, K], got ", shape_str(b));
+    p.trans_b = true;
+  } else if (op == "batch_matmul") {
+    ANVIL_CHECK(a.size() == 3, op, ": input 'A' must have rank 3, got ", shape_str(a));
+    ANVIL_CHECK(b.size() == 3, op, ": input 'B' must have rank 3, got ", shape_str(b));
+    p.trans_a = flag(attrs, op, "trans_a");
+    p.trans_b = flag(attrs, op, "trans_b");
+  } else {
+    ANVIL_CHECK(a.size() >= 2, op, ": input 'A' must have rank >= 2, got ", shape_str(a));
+    ANVIL_CHECK(b.size() >= 2, op, ": input 'B' must have rank >= 2, got ", shape_str(b));
+    p.trans_a = flag(attrs, op, "trans_a");
+    p.trans_b = flag(attrs, op, "trans_b");
+  }
+  size_t ra = a.size(), rb = b.size();
+  p.M = p.trans_a ? a[ra - 1] : a[ra - 2];
+  int64_t ka = p.trans_a ? a[ra - 2] : a[ra - 1];
+  int64_t kb = p.trans_b ? b[rb - 1] : b[rb - 2];
+  p.N = p.trans_b ? b[rb - 2] : b[rb - 1];
+  ANVIL_CHECK(ka == kb, op, ": inner dimensions differ: input '", a_name, "' ", shape_str(a),
+              p.trans_a ? " (transposed)" : "", " has K = ", ka, " but input '", b_name, "' ",
+              shape_str(b), p.trans_b ? " (transposed)" : "", " has K = ", kb);
+  p.K = ka;
+  p.a_batch.assign(a.begin(), a.end() - 2);
+  p.b_batch.assign(b.begin(), b.end() - 2);
+  size_t nb = std::max(p.a_batch.size(), p.b_batch.size());
+  p.batch.resize(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    int64_t x = i < nb - p.a_batch.size() ? 1 : p.a_batch[i - (nb - p.a_batch.size())];
+    int64_t y = i < nb - p.b_batch.size() ? 1 : p.b_batch[i - (nb - p.b_batch.size())];
+    ANVIL_CHECK(x == y || x == 1 || y == 1, op, ": batch dimensions of input '", a_name, "' ",
+                shape_str(a), " and input '", b_name, "' ", shape_str(b),
+                " do not broadcast (batch dimension ", i, ": ", x, " vs ", y, ")");
+    p.batch[i] = std::max(x, y);
+  }
+  if (in.size() == 3) {
+    ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.N}, op, ": input 'bias' must have shape [",
+                p.N, "] (N of weight ", shape_str(b), "), got ", shape_str(in[2].shape));
+    p.bias = true;
+  }
+  return p;
+}
+
+std::vector<int64_t> out_shape(const Problem& p) {
+  std::vector<int64_t> s = p.batch;
+  s.push_back(p.M);
+  s.push_back(p.N);
+  return s;
+}
+
+// Indices into an operand with batch dims `own` for output batch indices `idx` (broadcasting).
+std::vector<Expr> batch_indices(const std::vector<int64_t>& own, const std::vector<Expr>& idx) {
+  std::vector<Expr> out;
+  size_t offset = idx.size() - own.size();
+  for (size_t d = 0; d < own.size(); ++d) {
+    out.push_back(own[d] == 1 ? Expr(0) : idx[offset + d]);
+  }
+  return out;
+}
+
+// Few rows against a transposed B (dense with M = 1: the LSTM's matrix-vector product) are
+// dot products along K, whose rows of B are contiguous: vectorize over K instead of N.
+bool dot_path(const Problem& p) {
+  return p.trans_b && p.M < kPackMinRows;
+}
+
+// part[b.., m, n, kv] = sum_ko A[.., m, ko*16 + kv] * B[.., n, ko*16 + kv]   (zero past K)
+// acc[b.., m, n]      = sum_kv part[b.., m, n, kv]
+te::Tensor dot_compute(const std::string& op, const Problem& p, const te::Tensor& A,
+                       const te::Tensor& B) {
+  size_t nb = p.batch.size();
+  int K = static_cast<int>(p.K);
+  int kv_n = static_cast<int>(kDotLanes);
+  IterVar ko = te::reduce_axis(static_cast<int>((p.K + kDotLanes - 1) / kDotLanes), "ko");
+  std::vector<int64_t> pshape = out_shape(p);
+  pshape.push_back(kDotLanes);
+  bool tail = p.K % kDotLanes != 0;
+  te::Tensor part = te::compute(
+      to_exprs(pshape),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> bidx(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(nb));
+        Expr m = v[nb], n = v[nb + 1], kv = v[nb + 2];
+        Expr k = ko->var * kv_n + kv;
+        Expr kc = k;
+        std::vector<Expr> ai = batch_indices(p.a_batch, bidx);
+        ai.push_back(p.trans_a ? kc : m);
+        ai.push_back(p.trans_a ? m : kc);
+        std::vector<Expr> bi = batch_indices(p.b_batch, bidx);
+        bi.push_back(n);
+        bi.push_back(kc);
+        Expr prod = A(ai) * B(bi);
+        return tail ? te::sum(prod, {ko}, k < K) : te::sum(prod, {ko});
+      },
+      op + "_part");
+  IterVar kv = te::reduce_axis(kv_n, "kv");
+  return te::compute(
+      to_exprs(out_shape(p)),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> idx(v.begin(), v.end());
+        idx.push_back(kv->var);
+        return te::sum(part(idx), {kv});
+      },
+      p.bias ? op + "_acc" : op);
+}
+
+std::vector<te::Tensor> matmul_compute(const std::string& op, const std::vector<te::Tensor>& in,
+                                       const Attrs& attrs) {
+  std::vector<TensorType> types;
+  for (const te::Tensor& t : in) types.push_back({shape_of(t), t->dtype});
+  Problem p = analyze(op, types, attrs);
+  te::Tensor A = in[0], B = in[1];
+  int N = static_cast<int>(p.N);
+  int64_t panels = (p.N + kPanel - 1) / kPanel;
+
+  // packed[bb.., no, k, ni], when A has enough rows to pay for it.
+  bool pack = p.M >= kPackMinRows;
+  std::vector<int64_t> pshape = p.b_batch;
+  pshape.push_back(panels);
+  pshape.push_back(p.K);
+  pshape.push_back(kPanel);
+  size_t nbb = p.b_batch.size();
+  bool trans_b = p.trans_b;
+  te::Tensor P;
+  if (pack)
+    P = te::compute(
+        to_exprs(pshape),
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> idx(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(nbb));
+          Expr no = v[nbb], k = v[nbb + 1], ni = v[nbb + 2];
+          Expr n = no * static_cast<int>(kPanel) + ni;
+          Expr nc = min(n, N - 1);
+          if (trans_b) {
+            idx.push_back(nc);
+            idx.push_back(k);
+          } else {
+            idx.push_back(k);
+            idx.push_back(nc);
+          }
+          return select(n < N, B(idx), 0.0f);
+        },
+        op + "_packed");
+
+  size_t nb = p.batch.size();
+  te::Tensor acc;
+  if (dot_path(p)) {
+    acc = dot_compute(op, p, A, B);
+  } else {
+    IterVar k = te::reduce_axis(static_cast<int>(p.K), "k");
+    acc = te::compute(
+        to_exprs(out_shape(p)),
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> bidx(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(nb));
+          Expr m = v[nb], n = v[nb + 1];
+          std::vector<Expr> ai = batch_indices(p.a_batch, bidx);
+          if (p.trans_a) {
+            ai.push_back(k->var);
+            ai.push_back(m);
+          } else {
+            ai.push_back(m);
+            ai.push_back(k->var);
+          }
+          std::vector<Expr> bi = batch_indices(p.b_batch, bidx);
+          if (pack) {
+            bi.push_back(floordiv(n, static_cast<int>(kPanel)));
+            bi.push_back(k->var);
+            bi.push_back(floormod(n, static_cast<int>(kPanel)));
+            return te::sum(A(ai) * P(bi), {k});
+          }
+          bi.push_back(trans_b ? n : Expr(k->var));
+          bi.push_back(trans_b ? Expr(k->var) : n);
+          return te::sum(A(ai) * B(bi), {k});
+        },
+        p.bias ? op + "_acc" : op);
+  }
+  if (!p.bias) return {acc};
+  te::Tensor bias = in[2];
+  te::Tensor out = te::compute(
+      to_exprs(out_shape(p)),
+      [&](const std::vector<Var>& v) { return acc(v[0], v[1]) + bias(v[1]); }, op);
+  return {out};
+}
+
+// Naive loops in double precision.
+std::vector<runtime::NDArray> matmul_reference(const std::string& op,
+                                               const std::vector<runtime::NDArray>& in,
+                                               const Attrs& attrs) {
+  std::vector<TensorType> types;
+  for (const runtime::NDArray& a : in) types.push_back({a.shape(), DataType::Float32()});
+  Problem p = analyze(op, types, attrs);
+  std::vector<int64_t> shape = out_shape(p);
+  runtime::NDArray out = runtime::NDArray::empty(shape, runtime::dl_float32());
+  int64_t batches = 1;
+  for (int64_t d : p.batch) batches *= d;
+  const float* a = in[0].data_as<float>();
+  const float* b = in[1].data_as<float>();
+  float* c = out.data_as<float>();
+  size_t nb = p.batch.size();
+  std::vector<int64_t> coord(nb, 0);
+  // Offset of a batch matrix of an operand with batch dims `own` for output batch `coord`.
+  auto offset = [&](const std::vector<int64_t>& own) {
+    int64_t off = 0;
+    size_t lead = nb - own.size();
+    for (size_t d = 0; d < own.size(); ++d)
+      off = off * own[d] + (own[d] == 1 ? 0 : coord[lead + d]);
+    return off;
+  };
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const float* ab = a + offset(p.a_batch) * p.M * p.K;
+    const float* bb = b + offset(p.b_batch) * p.K * p.N;
+    float* cb = c + bi * p.M * p.N;
+    for (int64_t m = 0; m < p.M; ++m) {
+      for (int64_t n = 0; n < p.N; ++n) {
+        double s = 0;
+        for (int64_t kk = 0; kk < p.K; ++kk) {
+          double x = p.trans_a ? ab[kk * p.M + m] : ab[m * p.K + kk];
+          double y = p.trans_b ? bb[n * p.K + kk] : bb[kk * p.N + n];
+          s += x * y;
+        }
+        if (p.bias) s += in[2].data_as<float>()[n];
+        cb[m * p.N + n] = static_cast<float>(s);
+      }
+    }
+    for (int d = static_cast<int>(nb) - 1; d >= 0; --d) {
+      if (++coord[static_cast<size_t>(d)] < p.batch[static_cast<size_t>(d)]) break;
+      coord[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return {out};
+}
+
+// ---- schedule
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+int vector_registers(const Target& target) {
+  return target.vector_bits >= 512 ? 32 : 16;
+}
+
+struct Tiles {
+  int64_t bm, bn, kunroll, parallel;
+};
+
+Tiles default_tiles(const Problem& p, const Target& target) {
+  int64_t lanes = target.vector_lanes_f32();
+  int64_t regs = vector_registers(target);
+  int64_t n_cap = round_up(p.N, kPanel);
+  Tiles t{};
+  t.bn = std::min(round_up(2 * lanes, kPanel), n_cap);
+  t.bm = std::min<int64_t>(6, p.M);
+  if (p.M < 6) {
+    // Widen over N until 8 accumulator chains, within the register budget and N.
+    for (;;) {
+      int64_t wider = t.bn + kPanel;
+      int64_t vecs = wider / lanes;
+      if (wider > n_cap || t.bm * (t.bn / lanes) >= 8 || t.bm * vecs + vecs + 1 > regs - 1) break;
+      t.bn = wider;
+    }
+  }
+  t.kunroll = p.K % 4 == 0 ? 4 : p.K % 2 == 0 ? 2 : 1;
+  if (dot_path(p)) {
+    // Rows of B per block: 8 independent vector chains of FMAs (16 / lanes vectors per row).
+    t.bm = p.M;
+    t.bn = std::min<int64_t>(std::max<int64_t>(lanes / 2, 1), p.N);
+    t.kunroll = 1;
+  }
+  int64_t batches = 1;
+  for (int64_t d : p.batch) batches *= d;
+  int64_t blocks = batches * ((p.M + t.bm - 1) / t.bm) * ((p.N + t.bn - 1) / t.bn);
+  t.parallel = batches * p.M * p.N * p.K >= (int64_t{1} << 18) && blocks >= 2 ? 1 : 0;
+  return t;
+}
+
+// Problem from the scheduled tensors: out is the op's output; the accumulation and packing are
+// found among its inputs.
+struct Found {
+  te::Tensor out, acc, packed, part;  // packed: the packing path; part: the dot path
+};
+
+Found find_stages(const te::Tensor& out) {
+  Found f{out, out, te::Tensor(), te::Tensor()};
+  if (!out->body.as<Reduce>()) {
+    for (const auto& t : out->inputs) {
+      te::Tensor tt(t.get());
+      if (tt.is_compute() && tt->body.as<Reduce>()) f.acc = tt;
+    }
+  }
+  for (const auto& t : f.acc->inputs) {
+    te::Tensor tt(t.get());
+    if (tt.is_compute()) (tt->body.as<Reduce>() ? f.part : f.packed) = tt;
+  }
+  ANVIL_ICHECK(f.acc->body.as<Reduce>(), "dense schedule: unexpected compute of '", out.name(),
+               "'");
+  return f;
+}
+
+// The dot path: blocks of tile_n outputs (rows of B) per parallel iteration; per block, the
+// partial sums part[.., n, 0:16] are vectors over K accumulated with k outer, the rows unrolled
+// (tile_n independent chains), ko unrolled by k_unroll; then each output sums its 16 lanes.
+void schedule_dot_x86(const std::string& op, te::Schedule& s, const Found& f, const Problem& p,
+                      const Tiles& d, const Config& config) {
+  int64_t tn = knob(config, "tile_n", d.bn), ku = knob(config, "k_unroll", d.kunroll);
+  int64_t par = knob(config, "parallel", d.parallel);
+  ANVIL_CHECK(tn >= 1, op, ": knob tile_n must be >= 1, not ", tn);
+  ANVIL_CHECK(ku >= 1, op, ": knob k_unroll must be >= 1, not ", ku);
+  ANVIL_CHECK(par == 0 || par == 1, op, ": knob parallel must be 0 or 1, not ", par);
+  size_t nb = p.batch.size();
+  te::Stage so = s[f.out];
+  std::vector<IterVar> ax = so.axis();
+  auto [no, ni] = so.split(ax[nb + 1], tn);
+  IterVar outer = so.fuse(ax[nb], no);
+  for (size_t i = nb; i-- > 0;) outer = so.fuse(ax[i], outer);
+  if (par) so.parallel(outer);
+  te::Stage sp = s[f.part];
+  if (f.acc.get() != f.out.get()) {
+    s[f.acc].compute_at(so, outer);
+    sp.compute_at(s[f.acc], s[f.acc].axis()[nb]);
+  } else {
+    sp.compute_at(so, outer);
+  }
+  std::vector<IterVar> pax = sp.axis();
+  auto [koo, koi] = sp.split(sp.reduce_axis()[0], ku);
+  std::vector<IterVar> order(pax.begin(), pax.begin() + static_cast<std::ptrdiff_t>(nb + 1));
+  order.insert(order.end(), {koo, koi, pax[nb + 1], pax[nb + 2]});
+  sp.reorder(order);
+  sp.unroll(koi);
+  sp.unroll(pax[nb + 1]);
+  sp.vectorize(pax[nb + 2]);
+}
+
+void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tensor& out,
+                         const Target& target, const Config& config) {
+  Found f = find_stages(out);
+  std::vector<int64_t> oshape = shape_of(out);
+  size_t nb = oshape.size() - 2;
+  Problem p;
+  p.batch.assign(oshape.begin(), oshape.end() - 2);
+  p.M = oshape[nb];
+  p.N = oshape[nb + 1];
+  const te::Tensor& reducer = f.part.get() ? f.part : f.acc;
+  p.K = ir::as_const_int(reducer->reduce_axis[0]->dom.extent).value_or(1);
+  if (f.part.get()) {
+    p.K *= kDotLanes;
+    p.trans_b = true;
+  }
+  Tiles d = default_tiles(p, target);
+  if (f.part.get()) return schedule_dot_x86(op, s, f, p, d, config);
+  int64_t lanes = target.vector_lanes_f32();
+  int64_t bm = knob(config, "tile_m", d.bm), bn = knob(config, "tile_n", d.bn);
+  int64_t ku = knob(config, "k_unroll", d.kunroll), par = knob(config, "parallel", d.parallel);
+  ANVIL_CHECK(bm >= 1, op, ": knob tile_m must be >= 1, not ", bm);
+  ANVIL_CHECK(bn >= kPanel && bn % kPanel == 0 && bn % lanes == 0, op,
+              ": knob tile_n must be a positive multiple of ", kPanel, " and of ", lanes,
+              " (vector lanes), not ", bn);
+  ANVIL_CHECK(ku >= 1, op, ": knob k_unroll must be >= 1, not ", ku);
+  ANVIL_CHECK(par == 0 || par == 1, op, ": knob parallel must be 0 or 1, not ", par);
+
+  // The accumulator: a local tile (cache_write) unless a bias stage already follows it.
+  te::Tensor acc = f.acc.get() == f.out.get() ? s.cache_write(out, MemoryScope::kLocal) : f.acc;
+
+  // Output: batch.., [no, mo], mi, ni.
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();
+  std::vector<IterVar> t = so.tile(ax[nb], ax[nb + 1], bm, bn);
+  IterVar mo = t[0], no = t[1], mi = t[2], ni = t[3];
+  std::vector<IterVar> order(ax.begin(), ax.begin() + static_cast<std::ptrdiff_t>(nb));
+  order.insert(order.end(), {no, mo, mi, ni});
+  so.reorder(order);
+  IterVar outer = no;
+  for (size_t i = nb; i-- > 0;) outer = so.fuse(ax[i], outer);
+  so.vectorize(ni);
+  if (par) so.parallel(outer);
+
+  // The accumulator tile at the block loop.
+  te::Stage sa = s[acc];
+  sa.compute_at(so, mo);
+  std::vector<IterVar> aax = sa.axis();
+  IterVar mc = aax[nb], nc = aax[nb + 1];
+  IterVar k = sa.reduce_axis()[0];
+  auto [ko, ki] = sa.split(k, ku);
+  auto [nj, nv] = sa.split(nc, lanes);
+  std::vector<IterVar> aorder(aax.begin(), aax.begin() + static_cast<std::ptrdiff_t>(nb));
+  aorder.insert(aorder.end(), {ko, ki, mc, nj, nv});
+  sa.reorder(aorder);
+  sa.unroll(ki);
+  sa.unroll(mc);
+  sa.unroll(nj);
+  sa.vectorize(nv);
+
+  // Packing: vectorized over the panel's columns, parallel over panels (with batch).
+  if (!f.packed.get()) return;
+  te::Stage sp = s[f.packed];
+  std::vector<IterVar> pax = sp.axis();
+  size_t pb = pax.size() - 3;
+  sp.vectorize(pax[pb + 2]);
+  IterVar pouter = pax[pb];
+  for (size_t i = pb; i-- > 0;) pouter = sp.fuse(pax[i], pouter);
+  if (par) sp.parallel(pouter);
+}
+
+ConfigSpace matmul_space(const std::string& op, const std::vector<TensorType>& in,
+                         const Attrs& attrs, const Target& target) {
+  Problem p = analyze(op, in, attrs);
+  Tiles d = default_tiles(p, target);
+  int64_t lanes = target.vector_lanes_f32();
+  auto knob_of = [](const std::string& name, int64_t def, std::vector<int64_t> more) {
+    Knob k{name, {def}};
+    for (int64_t v : more)
+      if (std::find(k.values.begin(), k.values.end(), v) == k.values.end()) k.values.push_back(v);
+    return k;
+  };
+  if (dot_path(p)) {
+    std::vector<int64_t> ns, ks;
+    for (int64_t v : {1, 2, 4, 8, 16})
+      if (v <= p.N) ns.push_back(v);
+    for (int64_t v : {1, 2, 4})
+      if (v <= (p.K + kDotLanes - 1) / kDotLanes) ks.push_back(v);
+    return {knob_of("tile_m", d.bm, {}), knob_of("tile_n", d.bn, ns),
+            knob_of("k_unroll", d.kunroll, ks), knob_of("parallel", d.parallel, {1 - d.parallel})};
+  }
+  std::vector<int64_t> ms;
+  for (int64_t v : {1, 2, 4, 6, 8})
+    if (v <= p.M) ms.push_back(v);
+  std::vector<int64_t> ns;
+  int64_t step = std::lcm(kPanel, lanes);
+  for (int64_t v = step; v <= std::min<int64_t>(round_up(p.N, kPanel), 8 * lanes); v += step)
+    ns.push_back(v);
+  std::vector<int64_t> ks;
+  for (int64_t v : {1, 2, 4, 8})
+    if (v <= p.K) ks.push_back(v);
+  return {knob_of("tile_m", d.bm, ms), knob_of("tile_n", d.bn, ns),
+          knob_of("k_unroll", d.kunroll, ks), knob_of("parallel", d.parallel, {1 - d.parallel})};
+}
+
+void register_matmul_like(const std::string& name) {
+  OpDef def;
+  def.name = name;
+  def.pattern = Pattern::kComplexOutFusable;
+  def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
+    Problem p = analyze(name, in, attrs);
+    return std::vector<TensorType>{{out_shape(p), DataType::Float32()}};
+  };
+  def.compute = [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    return matmul_compute(name, in, attrs);
+  };
+  def.reference = [name](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    return matmul_reference(name, in, attrs);
+  };
+  def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs,
+                            const Target& target, const Config& config) {
+    schedule_matmul_x86(name, s, outs[0], target, config);
+  };
+  def.space = [name](const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
+    return matmul_space(name, in, attrs, target);
+  };
+  register_op(std::move(def));
+}
+
+}  // namespace
+
+void register_dense_ops() {
+  register_matmul_like("dense");
+  register_matmul_like("matmul");
+  register_matmul_like("batch_matmul");
+}
+
+}  // namespace anvil::ops

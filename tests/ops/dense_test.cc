@@ -1,0 +1,246 @@
+// Dense / matmul / batch_matmul against their double-precision references: random shapes (fixed
+// seeds) including M = 1 and sizes the tiles do not divide, every transpose combination, bias and
+// no bias, broadcast batch dimensions, every point of a small config space, and the errors.
+//
+// Tolerance: inputs are uniform in [-1, 1], so an output is a sum of K products whose typical
+// magnitude is sqrt(K)/3; float32 accumulation in any order stays well within
+// |got - want| <= 1e-4 * sqrt(K) * (1 + |want|).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ops_testing.h"
+#include "testing/errors.h"
+
+namespace anvil::ops {
+namespace {
+
+using ir::DataType;
+using ops_testing::check_op;
+using ops_testing::CheckOptions;
+
+const DataType f32 = DataType::Float32();
+
+CheckOptions opts(int64_t K, uint32_t seed = 1, Config config = {}) {
+  CheckOptions o;
+  o.tol = 1e-4 * std::sqrt(static_cast<double>(K));
+  o.seed = seed;
+  o.config = std::move(config);
+  return o;
+}
+
+Attrs mm_attrs(const std::string& op, int ta, int tb) {
+  return Attrs(op, {{"trans_a", int64_t{ta}}, {"trans_b", int64_t{tb}}});
+}
+
+// A [.., M, K] (or [.., K, M]) for matmul-style operands.
+std::vector<int64_t> mat(std::vector<int64_t> batch, int64_t rows, int64_t cols, bool trans) {
+  if (trans) std::swap(rows, cols);
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return batch;
+}
+
+TEST(Dense, RandomShapesWithAndWithoutBias) {
+  std::mt19937 rng(7);
+  std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},   {1, 64, 128}, {1, 37, 19}, {7, 13, 5},
+                                                {6, 32, 16}, {13, 50, 31}, {64, 96, 64}};
+  std::uniform_int_distribution<int64_t> d(1, 70);
+  for (int i = 0; i < 4; ++i) shapes.push_back({d(rng), d(rng), d(rng)});
+  uint32_t seed = 1;
+  for (auto [M, N, K] : shapes) {
+    SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << " K=" << K);
+    check_op("dense", {{{M, K}, f32}, {{N, K}, f32}}, Attrs("dense", {}), opts(K, seed++));
+    check_op("dense", {{{M, K}, f32}, {{N, K}, f32}, {{N}, f32}}, Attrs("dense", {}),
+             opts(K, seed++));
+  }
+}
+
+TEST(Dense, LstmMatrixVector) {
+  // The LSTM language model's gate product: one row, wide N.
+  check_op("dense", {{{1, 200}, f32}, {{800, 200}, f32}, {{800}, f32}}, Attrs("dense", {}),
+           opts(200));
+}
+
+TEST(Matmul, EveryTransposeCombination) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> d(1, 45);
+  uint32_t seed = 1;
+  for (int round = 0; round < 3; ++round) {
+    int64_t M = round == 0 ? 1 : d(rng), N = d(rng), K = d(rng);
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        SCOPED_TRACE(::testing::Message()
+                     << "M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
+        check_op("matmul", {{mat({}, M, K, ta), f32}, {mat({}, K, N, tb), f32}},
+                 mm_attrs("matmul", ta, tb), opts(K, seed++));
+        check_op("batch_matmul", {{mat({3}, M, K, ta), f32}, {mat({3}, K, N, tb), f32}},
+                 mm_attrs("batch_matmul", ta, tb), opts(K, seed++));
+      }
+    }
+  }
+}
+
+TEST(Matmul, BatchBroadcasting) {
+  struct Case {
+    std::vector<int64_t> a, b;
+  };
+  std::vector<Case> cases = {
+      {{2, 3, 5, 7}, {7, 9}},         // B without batch dims
+      {{5, 7}, {4, 7, 9}},            // A without batch dims
+      {{2, 1, 5, 7}, {3, 7, 9}},      // 1 broadcasts against 3, missing leading dim
+      {{1, 4, 1, 7}, {2, 1, 7, 17}},  // both broadcast, M = 1
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    check_op("matmul", {{c.a, f32}, {c.b, f32}}, mm_attrs("matmul", 0, 0), opts(7, seed++));
+  }
+  // The packed path (M >= 8) and the dot path (small M, transposed B) with broadcast batches.
+  check_op("matmul", {{{2, 1, 9, 7}, f32}, {{3, 7, 17}, f32}}, mm_attrs("matmul", 0, 0),
+           opts(7, seed++));
+  check_op("matmul", {{{2, 1, 3, 20}, f32}, {{3, 9, 20}, f32}}, mm_attrs("matmul", 0, 1),
+           opts(20, seed++));
+  check_op("matmul", {{{2, 1, 20, 3}, f32}, {{3, 9, 20}, f32}}, mm_attrs("matmul", 1, 1),
+           opts(20, seed++));
+  EXPECT_EQ(lookup("matmul")
+                .infer({{{2, 1, 5, 7}, f32}, {{3, 7, 9}, f32}}, mm_attrs("matmul", 0, 0))[0]
+                .shape,
+            (std::vector<int64_t>{2, 3, 5, 9}));
+  check_op("batch_matmul", {{{1, 5, 7}, f32}, {{3, 7, 9}, f32}}, mm_attrs("batch_matmul", 0, 0),
+           opts(7));
+}
+
+TEST(Matmul, EveryConfigOfTheSpaceAgrees) {
+  Target target = Target::host();
+  std::vector<TensorType> types = {{{2, 13, 21}, f32}, {{2, 21, 37}, f32}};
+  Attrs attrs = mm_attrs("batch_matmul", 0, 1);
+  types[1].shape = {2, 37, 21};
+  ConfigSpace space = lookup("batch_matmul").space(types, attrs, target);
+  ASSERT_EQ(space.size(), 4u);
+  EXPECT_EQ(space[0].name, "tile_m");
+  EXPECT_EQ(space[1].name, "tile_n");
+  EXPECT_EQ(space[2].name, "k_unroll");
+  EXPECT_EQ(space[3].name, "parallel");
+  // A small grid: two values of each knob (the default and one other).
+  int points = 0;
+  for (int64_t tm : {space[0].values[0], space[0].values.back()}) {
+    for (int64_t tn : {space[1].values[0], space[1].values.back()}) {
+      for (int64_t ku : {space[2].values[0], space[2].values.back()}) {
+        for (int64_t par : space[3].values) {
+          Config c = {{"tile_m", tm}, {"tile_n", tn}, {"k_unroll", ku}, {"parallel", par}};
+          SCOPED_TRACE(::testing::Message() << "tile_m=" << tm << " tile_n=" << tn
+                                            << " k_unroll=" << ku << " parallel=" << par);
+          check_op("batch_matmul", types, attrs, opts(21, 3, c));
+          ++points;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(points, 16);
+}
+
+TEST(Dense, SpaceDefaultsFollowTheRule) {
+  Target target = Target::host();
+  int64_t lanes = target.vector_lanes_f32();
+  // Enough rows: the 6 x 2-vector register tile over packed panels.
+  ConfigSpace big =
+      lookup("dense").space({{{256, 256}, f32}, {{256, 256}, f32}}, Attrs("dense", {}), target);
+  EXPECT_EQ(big[0].values[0], 6);
+  EXPECT_EQ(big[1].values[0], (2 * lanes + 15) / 16 * 16);
+  EXPECT_EQ(big[2].values[0], 4);
+  EXPECT_EQ(big[3].values[0], 1);
+  // M = 1 against B [K, N]: vectors over N, k outer, the tile widened to 8 accumulator chains.
+  ConfigSpace row =
+      lookup("matmul").space({{{1, 30}, f32}, {{30, 800}, f32}}, mm_attrs("matmul", 0, 0), target);
+  EXPECT_EQ(row[0].values[0], 1);
+  EXPECT_EQ(row[1].values[0], std::max<int64_t>(8 * lanes, 32));
+  EXPECT_EQ(row[2].values[0], 2);  // 30 is not a multiple of 4
+  EXPECT_EQ(row[3].values[0], 0);  // too little work for threads
+  // M = 1 against a weight [N, K]: dot products vectorized over K, lanes / 2 rows per block.
+  ConfigSpace dot =
+      lookup("dense").space({{{1, 30}, f32}, {{800, 30}, f32}}, Attrs("dense", {}), target);
+  EXPECT_EQ(dot[0].values[0], 1);
+  EXPECT_EQ(dot[1].values[0], std::max<int64_t>(lanes / 2, 1));
+  EXPECT_EQ(dot[2].values[0], 1);
+}
+
+TEST(Dense, EveryConfigOfSmallRowSpacesAgrees) {
+  Target target = Target::host();
+  struct Case {
+    std::string op;
+    std::vector<TensorType> types;
+    Attrs attrs;
+    int64_t K;
+  };
+  std::vector<Case> cases = {
+      {"dense", {{{3, 37}, f32}, {{21, 37}, f32}, {{21}, f32}}, Attrs("dense", {}), 37},
+      {"dense", {{{1, 64}, f32}, {{19, 64}, f32}}, Attrs("dense", {}), 64},
+      {"matmul", {{{2, 33}, f32}, {{33, 45}, f32}}, mm_attrs("matmul", 0, 0), 33},
+  };
+  for (const Case& c : cases) {
+    ConfigSpace space = lookup(c.op).space(c.types, c.attrs, target);
+    ASSERT_EQ(space.size(), 4u);
+    for (int64_t tn : space[1].values) {
+      for (int64_t ku : space[2].values) {
+        for (int64_t par : space[3].values) {
+          Config cfg = {
+              {"tile_m", space[0].values[0]}, {"tile_n", tn}, {"k_unroll", ku}, {"parallel", par}};
+          SCOPED_TRACE(::testing::Message()
+                       << c.op << " tile_n=" << tn << " k_unroll=" << ku << " parallel=" << par);
+          check_op(c.op, c.types, c.attrs, opts(c.K, 5, cfg));
+        }
+      }
+    }
+  }
+}
+
+TEST(DenseErrors, MismatchedInnerDimension) {
+  std::string msg = testing::user_error([] {
+    lookup("dense").infer({{{4, 8}, f32}, {{5, 9}, f32}}, Attrs("dense", {}));
+  });
+  EXPECT_NE(msg.find("dense: inner dimensions differ: input 'x' [4, 8] has K = 8 but input "
+                     "'weight' [5, 9] (transposed) has K = 9"),
+            std::string::npos)
+      << msg;
+  msg = testing::user_error([] {
+    lookup("matmul").infer({{{3, 4, 8}, f32}, {{9, 5}, f32}}, mm_attrs("matmul", 0, 0));
+  });
+  EXPECT_NE(msg.find("matmul: inner dimensions differ: input 'A' [3, 4, 8] has K = 8 but input "
+                     "'B' [9, 5] has K = 9"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(DenseErrors, BadRanksAndShapes) {
+  auto expect = [](const std::string& op, const std::vector<TensorType>& in, const Attrs& a,
+                   const std::string& want) {
+    std::string msg = testing::user_error([&] { lookup(op).infer(in, a); });
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  };
+  expect("dense", {{{2, 3, 4}, f32}, {{5, 4}, f32}}, Attrs("dense", {}),
+         "dense: input 'x' must have rank 2 [M, K], got [2, 3, 4]");
+  expect("dense", {{{3, 4}, f32}, {{4}, f32}}, Attrs("dense", {}),
+         "dense: input 'weight' must have rank 2 [N, K], got [4]");
+  expect("dense", {{{3, 4}, f32}, {{5, 4}, f32}, {{4}, f32}}, Attrs("dense", {}),
+         "dense: input 'bias' must have shape [5]");
+  expect("matmul", {{{4}, f32}, {{4, 5}, f32}}, mm_attrs("matmul", 0, 0),
+         "matmul: input 'A' must have rank >= 2, got [4]");
+  expect("batch_matmul", {{{4, 5}, f32}, {{2, 5, 5}, f32}}, mm_attrs("batch_matmul", 0, 0),
+         "batch_matmul: input 'A' must have rank 3, got [4, 5]");
+  expect("batch_matmul", {{{2, 4, 5}, f32}, {{3, 5, 5}, f32}}, mm_attrs("batch_matmul", 0, 0),
+         "batch_matmul: batch dimensions of input 'A' [2, 4, 5] and input 'B' [3, 5, 5] do not "
+         "broadcast");
+  expect("matmul", {{{3, 4}, f32}, {{4, 5}, f32}}, mm_attrs("matmul", 2, 0),
+         "matmul: attribute 'trans_a' must be 0 or 1, not 2");
+  expect("matmul", {{{3, 4}, f32}}, mm_attrs("matmul", 0, 0), "matmul: expects 2 inputs");
+}
+
+TEST(Dense, Pattern) {
+  for (const char* op : {"dense", "matmul", "batch_matmul"}) {
+    EXPECT_EQ(lookup(op).pattern, Pattern::kComplexOutFusable) << op;
+  }
+}
+
+}  // namespace
+}  // namespace anvil::ops
