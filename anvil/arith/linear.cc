@@ -136,7 +136,11 @@ int64_t coeff_gcd(const LinearSum& sum) {
 Expr rebuild(const LinearSum& sum) {
   const DataType t = sum.type;
   auto fits = [&](int64_t v) { return v >= t.min_value() && v <= t.max_value(); };
-  if (!fits(sum.constant) || (sum.constant < 0 && !fits(-sum.constant))) return Expr();
+  // A negative constant is emitted as a subtraction of its negation, which must fit too.
+  if (sum.constant == std::numeric_limits<int64_t>::min() || !fits(sum.constant) ||
+      (sum.constant < 0 && !fits(-sum.constant))) {
+    return Expr();
+  }
   for (const LinearTerm& term : sum.terms) {
     if (term.coeff == std::numeric_limits<int64_t>::min() || !fits(term.coeff) ||
         !fits(-term.coeff)) {
