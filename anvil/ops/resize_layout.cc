@@ -1,0 +1,362 @@
+// layout_transform (NCHW <-> NCHW[x]c) and resize (NCHW, nearest and linear, every ONNX
+// coordinate mode): the data-movement operators with the most index arithmetic. The rest of the
+// family is in transform.cc.
+#include "anvil/ops/transform_common.h"
+
+namespace anvil::ops::transform_detail {
+
+namespace {
+
+// ---- layout_transform: NCHW <-> NCHW[x]c (and NCHW[x]c -> NCHW[y]c)
+
+// The channel block of a layout: 0 for "NCHW", x for "NCHW<x>c".
+int64_t parse_layout(const std::string& attr, const std::string& layout) {
+  if (layout == "NCHW") return 0;
+  bool ok = layout.size() > 5 && layout.compare(0, 4, "NCHW") == 0 && layout.back() == 'c';
+  int64_t block = 0;
+  for (size_t i = 4; ok && i + 1 < layout.size(); ++i) {
+    ok = std::isdigit(static_cast<unsigned char>(layout[i])) && block < 1000000;
+    block = block * 10 + (layout[i] - '0');
+  }
+  ANVIL_CHECK(ok && block > 0, "layout_transform: attribute '", attr, "' = '", layout,
+              "' is not NCHW or NCHW<x>c");
+  return block;
+}
+
+struct LayoutSpec {
+  int64_t src_block, dst_block;
+  int64_t channels;  // the logical channel count (the output's, when it drops padding)
+  std::vector<int64_t> shape;
+};
+
+LayoutSpec layout_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
+  const std::string op = "layout_transform";
+  LayoutSpec s;
+  s.src_block = parse_layout("src_layout", attrs.get_string("src_layout"));
+  s.dst_block = parse_layout("dst_layout", attrs.get_string("dst_layout"));
+  size_t want_rank = s.src_block ? 5 : 4;
+  ANVIL_CHECK(in.size() == want_rank, op, ": input ", shape_str(in), " does not have layout '",
+              attrs.get_string("src_layout"), "' (rank ", want_rank, ")");
+  if (s.src_block) {
+    ANVIL_CHECK(in[4] == s.src_block, op, ": input ", shape_str(in), " has channel block ", in[4],
+                ", but attribute 'src_layout' = '", attrs.get_string("src_layout"), "'");
+  }
+  int64_t stored = s.src_block ? in[1] * s.src_block : in[1];
+  // Leaving a blocked layout, attribute `channels` drops the zero padding of the last block.
+  s.channels = attrs.get_int("channels", stored);
+  ANVIL_CHECK(s.channels >= 1 && s.channels <= stored &&
+                  stored - s.channels < (s.src_block ? s.src_block : 1),
+              op, ": attribute 'channels' = ", s.channels, " does not fit input ", shape_str(in),
+              " with layout '", attrs.get_string("src_layout"), "'");
+  if (s.dst_block) {
+    s.shape = {in[0], (s.channels + s.dst_block - 1) / s.dst_block, in[2], in[3], s.dst_block};
+  } else {
+    s.shape = {in[0], s.channels, in[2], in[3]};
+  }
+  return s;
+}
+
+}  // namespace
+
+void register_layout_transform() {
+  const std::string name = "layout_transform";
+  register_transform(
+      name,
+      [name](const std::vector<TensorType>& in, const Attrs& attrs) {
+        check_inputs(name, in, 1);
+        check_data_type(name, in[0]);
+        LayoutSpec s = layout_spec(in[0].shape, attrs);
+        check_output_shape(name, s.shape);
+        return std::vector<TensorType>{{s.shape, in[0].dtype}};
+      },
+      [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+        te::Tensor x = in[0];
+        std::vector<int64_t> ishape = shape_of(x);
+        LayoutSpec s = layout_spec(ishape, attrs);
+        return std::vector<te::Tensor>{te::compute(
+            to_exprs(s.shape),
+            [&](const std::vector<Var>& i) {
+              Expr c = s.dst_block ? i[1] * static_cast<int>(s.dst_block) + i[4] : Expr(i[1]);
+              bool padded = s.dst_block && s.shape[1] * s.dst_block != s.channels;
+              Expr cc = padded ? clamp_index(c, s.channels) : c;
+              Expr v = s.src_block ? x(i[0], floordiv(cc, static_cast<int>(s.src_block)), i[2],
+                                       i[3], floormod(cc, static_cast<int>(s.src_block)))
+                                   : x(i[0], cc, i[2], i[3]);
+              return padded ? select(c < static_cast<int>(s.channels), v, make_zero(x->dtype)) : v;
+            },
+            name)};
+      },
+      [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+        std::vector<int64_t> ishape = host_shapes(in[0]);
+        LayoutSpec s = layout_spec(ishape, attrs);
+        runtime::NDArray out = host_empty(s.shape, in[0].dtype());  // zero-filled
+        int64_t N = ishape[0], H = ishape[2], W = ishape[3];
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t c = 0; c < s.channels; ++c) {
+            for (int64_t h = 0; h < H; ++h) {
+              for (int64_t w = 0; w < W; ++w) {
+                int64_t src = s.src_block ? (((n * ishape[1] + c / s.src_block) * H + h) * W + w) *
+                                                    s.src_block +
+                                                c % s.src_block
+                                          : ((n * ishape[1] + c) * H + h) * W + w;
+                int64_t dst = s.dst_block ? (((n * s.shape[1] + c / s.dst_block) * H + h) * W + w) *
+                                                    s.dst_block +
+                                                c % s.dst_block
+                                          : ((n * s.channels + c) * H + h) * W + w;
+                copy_elem(in[0], src, out, dst);
+              }
+            }
+          }
+        }
+        return std::vector<runtime::NDArray>{out};
+      });
+}
+
+namespace {
+
+// ---- resize (NCHW; H and W resized)
+
+// The source coordinate of output index x along one axis, as the exact ratio (a*x + b) / d.
+struct AxisMap {
+  int64_t in, out;
+  int64_t a, b, d;
+};
+
+struct ResizeSpec {
+  std::string mode, coord, nearest;
+  AxisMap h, w;
+  std::vector<int64_t> shape;
+};
+
+// p / q == scale for small integers (denominator at most 1000, within float32 precision: ONNX
+// scales are float32, so 0.6 arrives as 0.60000002).
+std::pair<int64_t, int64_t> as_ratio(double scale) {
+  for (int64_t q = 1; q <= 1000; ++q) {
+    double p = std::round(scale * static_cast<double>(q));
+    if (p >= 1 && std::abs(p - scale * static_cast<double>(q)) <= 1e-6 * p) {
+      return {static_cast<int64_t>(p), q};
+    }
+  }
+  ANVIL_CHECK(false, "resize: attribute 'scales' has ", scale,
+              ", which is not a ratio of integers with a denominator up to 1000");
+  return {1, 1};
+}
+
+AxisMap axis_map(const std::string& coord, int64_t in, int64_t out, int64_t p, int64_t q) {
+  // scale = p / q = out / in when sizes are given.
+  AxisMap m{in, out, 0, 0, 1};
+  if (coord == "asymmetric") {
+    m.a = q, m.b = 0, m.d = p;  // x / scale
+  } else if (coord == "align_corners") {
+    if (out > 1) m.a = in - 1, m.b = 0, m.d = out - 1;  // x * (in - 1) / (out - 1)
+  } else if (coord == "half_pixel" || out > 1) {
+    m.a = 2 * q, m.b = q - p, m.d = 2 * p;  // (x + 0.5) / scale - 0.5
+  }                                         // pytorch_half_pixel with one output: 0
+  return m;
+}
+
+ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
+  const std::string op = "resize";
+  ResizeSpec s;
+  s.mode = attrs.get_string("mode", "nearest");
+  ANVIL_CHECK(s.mode == "nearest" || s.mode == "linear", op, ": attribute 'mode' = '", s.mode,
+              "' is not nearest or linear");
+  s.coord = attrs.get_string("coordinate_transformation_mode", "half_pixel");
+  ANVIL_CHECK(s.coord == "half_pixel" || s.coord == "align_corners" || s.coord == "asymmetric" ||
+                  s.coord == "pytorch_half_pixel",
+              op, ": attribute 'coordinate_transformation_mode' = '", s.coord,
+              "' is not half_pixel, align_corners, asymmetric or pytorch_half_pixel");
+  s.nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
+  ANVIL_CHECK(s.nearest == "round_prefer_floor" || s.nearest == "round_prefer_ceil" ||
+                  s.nearest == "floor" || s.nearest == "ceil",
+              op, ": attribute 'nearest_mode' = '", s.nearest,
+              "' is not round_prefer_floor, round_prefer_ceil, floor or ceil");
+  ANVIL_CHECK(in.size() == 4, op, ": input ", shape_str(in), " is not NCHW (rank 4)");
+  ANVIL_CHECK(attrs.has("sizes") != attrs.has("scales"), op,
+              ": needs exactly one of the attributes 'sizes' and 'scales'");
+  int64_t out_h = 0, out_w = 0, ph = 0, qh = 0, pw = 0, qw = 0;
+  if (attrs.has("sizes")) {
+    std::vector<int64_t> sizes = attrs.get_ints("sizes");
+    ANVIL_CHECK(sizes.size() == 4 || sizes.size() == 2, op, ": attribute 'sizes' ",
+                shape_str(sizes), " must have 4 entries (NCHW) or 2 (HW)");
+    if (sizes.size() == 4) {
+      ANVIL_CHECK(sizes[0] == in[0] && sizes[1] == in[1], op, ": attribute 'sizes' ",
+                  shape_str(sizes), " changes N or C of input ", shape_str(in));
+      sizes = {sizes[2], sizes[3]};
+    }
+    ANVIL_CHECK(sizes[0] >= 1 && sizes[1] >= 1, op, ": attribute 'sizes' has an entry below 1");
+    out_h = sizes[0], out_w = sizes[1];
+    ph = out_h, qh = in[2], pw = out_w, qw = in[3];
+  } else {
+    std::vector<double> scales;
+    auto it = attrs.values().find("scales");
+    if (const auto* v = std::get_if<std::vector<double>>(&it->second)) {
+      scales = *v;
+    } else {
+      for (int64_t x : attrs.get_ints("scales")) scales.push_back(static_cast<double>(x));
+    }
+    ANVIL_CHECK(scales.size() == 4 || scales.size() == 2, op,
+                ": attribute 'scales' must have 4 entries (NCHW) or 2 (HW), not ", scales.size());
+    if (scales.size() == 4) {
+      ANVIL_CHECK(scales[0] == 1 && scales[1] == 1, op,
+                  ": attribute 'scales' must keep N and C (scales 1), not ", scales[0], " and ",
+                  scales[1]);
+      scales = {scales[2], scales[3]};
+    }
+    for (double x : scales) {
+      ANVIL_CHECK(x > 0 && std::isfinite(x), op, ": attribute 'scales' has ", x,
+                  ", which is not positive");
+    }
+    std::tie(ph, qh) = as_ratio(scales[0]);
+    std::tie(pw, qw) = as_ratio(scales[1]);
+    // ONNX: output length floor(input length * scale).
+    out_h = in[2] * ph / qh, out_w = in[3] * pw / qw;
+    ANVIL_CHECK(out_h >= 1 && out_w >= 1, op, ": attribute 'scales' gives an empty output for ",
+                "input ", shape_str(in));
+  }
+  s.h = axis_map(s.coord, in[2], out_h, ph, qh);
+  s.w = axis_map(s.coord, in[3], out_w, pw, qw);
+  for (const AxisMap& m : {s.h, s.w}) {
+    ANVIL_CHECK(4 * (m.a * m.out + std::abs(m.b) + m.d) < INT32_MAX, op, ": input ", shape_str(in),
+                " and output sizes are too large");
+  }
+  s.shape = {in[0], in[1], out_h, out_w};
+  return s;
+}
+
+// The nearest source index of output index x, clamped (integer arithmetic, exact).
+Expr nearest_index(const AxisMap& m, const std::string& mode, Expr x) {
+  Expr num = x * static_cast<int>(m.a) + static_cast<int>(m.b);
+  int d = static_cast<int>(m.d);
+  Expr i;
+  if (mode == "floor") {
+    i = floordiv(num, d);
+  } else if (mode == "ceil") {
+    i = floordiv(num + (d - 1), d);
+  } else if (mode == "round_prefer_floor") {
+    i = floordiv(num * 2 + (d - 1), 2 * d);  // ceil(v - 1/2)
+  } else {
+    i = floordiv(num * 2 + d, 2 * d);  // floor(v + 1/2)
+  }
+  return clamp_index(i, m.in);
+}
+
+}  // namespace
+
+void register_resize() {
+  const std::string name = "resize";
+  register_transform(
+      name,
+      [name](const std::vector<TensorType>& in, const Attrs& attrs) {
+        check_inputs(name, in, 1);
+        ANVIL_CHECK(in[0].dtype == DataType::Float32(), name, ": input must be float32, not ",
+                    in[0].dtype);
+        ResizeSpec s = resize_spec(in[0].shape, attrs);
+        check_output_shape(name, s.shape);
+        return std::vector<TensorType>{{s.shape, in[0].dtype}};
+      },
+      [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+        te::Tensor x = in[0];
+        ResizeSpec s = resize_spec(shape_of(x), attrs);
+        return std::vector<te::Tensor>{te::compute(
+            to_exprs(s.shape),
+            [&](Var n, Var c, Var h, Var w) {
+              if (s.mode == "nearest") {
+                return x(n, c, nearest_index(s.h, s.nearest, h), nearest_index(s.w, s.nearest, w));
+              }
+              // Linear: the two neighbours floor(v) and floor(v) + 1, clamped (edge), weighted
+              // by the fraction of v.
+              auto neighbours = [](const AxisMap& m, Expr o) {
+                Expr num = o * static_cast<int>(m.a) + static_cast<int>(m.b);
+                Expr i0 = floordiv(num, static_cast<int>(m.d));
+                Expr frac = cast(DataType::Float32(), num - i0 * static_cast<int>(m.d)) /
+                            static_cast<float>(m.d);
+                return std::tuple<Expr, Expr, Expr>{clamp_index(i0, m.in),
+                                                    clamp_index(i0 + 1, m.in), frac};
+              };
+              auto [h0, h1, fh] = neighbours(s.h, h);
+              auto [w0, w1, fw] = neighbours(s.w, w);
+              Expr top = x(n, c, h0, w0) * (1.0f - fw) + x(n, c, h0, w1) * fw;
+              Expr bottom = x(n, c, h1, w0) * (1.0f - fw) + x(n, c, h1, w1) * fw;
+              return top * (1.0f - fh) + bottom * fh;
+            },
+            name)};
+      },
+      [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+        std::vector<int64_t> ishape = host_shapes(in[0]);
+        ResizeSpec s = resize_spec(ishape, attrs);
+        // The scales: given, or output / input lengths.
+        std::vector<double> scales = {static_cast<double>(s.h.out) / static_cast<double>(s.h.in),
+                                      static_cast<double>(s.w.out) / static_cast<double>(s.w.in)};
+        if (attrs.has("scales")) {
+          const AttrValue& v = attrs.values().at("scales");
+          if (const auto* d = std::get_if<std::vector<double>>(&v)) {
+            scales = {(*d)[d->size() - 2], (*d)[d->size() - 1]};
+          } else {
+            std::vector<int64_t> iv = attrs.get_ints("scales");
+            scales = {static_cast<double>(iv[iv.size() - 2]), static_cast<double>(iv.back())};
+          }
+        }
+        // The source coordinate by the ONNX formulas, in double.
+        auto source = [&](const AxisMap& m, double scale, int64_t x) {
+          double xd = static_cast<double>(x);
+          if (s.coord == "asymmetric") return xd / scale;
+          if (s.coord == "align_corners") {
+            return m.out == 1 ? 0.0
+                              : xd * static_cast<double>(m.in - 1) / static_cast<double>(m.out - 1);
+          }
+          if (s.coord == "pytorch_half_pixel" && m.out == 1) return 0.0;
+          return (xd + 0.5) / scale - 0.5;
+        };
+        auto clampi = [](int64_t i, int64_t n) { return std::min(std::max(i, int64_t{0}), n - 1); };
+        auto nearest = [&](double v, int64_t n) {
+          double f = std::floor(v), frac = v - f;
+          const double eps = 1e-6;  // rounding noise of the double formula around exact ties
+          int64_t i;
+          if (frac < eps) {
+            i = static_cast<int64_t>(f);
+          } else if (frac > 1 - eps) {
+            i = static_cast<int64_t>(f) + 1;
+          } else if (s.nearest == "floor") {
+            i = static_cast<int64_t>(f);
+          } else if (s.nearest == "ceil") {
+            i = static_cast<int64_t>(f) + 1;
+          } else if (std::abs(frac - 0.5) < eps) {
+            i = static_cast<int64_t>(f) + (s.nearest == "round_prefer_ceil" ? 1 : 0);
+          } else {
+            i = static_cast<int64_t>(f) + (frac > 0.5 ? 1 : 0);
+          }
+          return clampi(i, n);
+        };
+        runtime::NDArray out = host_empty(s.shape, in[0].dtype());
+        const float* src = in[0].data_as<float>();
+        float* dst = out.data_as<float>();
+        int64_t H = ishape[2], W = ishape[3], OH = s.shape[2], OW = s.shape[3];
+        for (int64_t nc = 0; nc < ishape[0] * ishape[1]; ++nc) {
+          const float* plane = src + nc * H * W;
+          for (int64_t y = 0; y < OH; ++y) {
+            for (int64_t x = 0; x < OW; ++x) {
+              double vy = source(s.h, scales[0], y), vx = source(s.w, scales[1], x);
+              float r;
+              if (s.mode == "nearest") {
+                r = plane[nearest(vy, H) * W + nearest(vx, W)];
+              } else {
+                double fy = std::floor(vy), fx = std::floor(vx);
+                double ly = vy - fy, lx = vx - fx;
+                int64_t y0 = clampi(static_cast<int64_t>(fy), H);
+                int64_t y1 = clampi(static_cast<int64_t>(fy) + 1, H);
+                int64_t x0 = clampi(static_cast<int64_t>(fx), W);
+                int64_t x1 = clampi(static_cast<int64_t>(fx) + 1, W);
+                double v = (1 - ly) * ((1 - lx) * plane[y0 * W + x0] + lx * plane[y0 * W + x1]) +
+                           ly * ((1 - lx) * plane[y1 * W + x0] + lx * plane[y1 * W + x1]);
+                r = static_cast<float>(v);
+              }
+              dst[(nc * OH + y) * OW + x] = r;
+            }
+          }
+        }
+        return std::vector<runtime::NDArray>{out};
+      });
+}
+
+}  // namespace anvil::ops::transform_detail

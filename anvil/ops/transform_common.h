@@ -1,0 +1,189 @@
+// Shared by the layout and data-movement operators (transform.cc, resize_layout.cc): checks that
+// name the op and attribute, index helpers for compute bodies, host helpers for the references,
+// and the registration of an injective operator.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/op.h"
+#include "anvil/ops/schedule_util.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops::transform_detail {
+
+using namespace ir;
+
+// ---- shared checks
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+inline int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// An axis in [-rank, rank) made non-negative; throws naming the op and the attribute.
+inline int64_t norm_axis(const std::string& op, const std::string& attr, int64_t axis,
+                         int64_t rank) {
+  ANVIL_CHECK(axis >= -rank && axis < rank, op, ": attribute '", attr, "' = ", axis,
+              " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline void check_inputs(const std::string& op, const std::vector<TensorType>& in, size_t n) {
+  ANVIL_CHECK(in.size() == n, op, ": expects ", n, " input", n == 1 ? "" : "s", ", got ",
+              in.size());
+}
+
+inline void check_data_type(const std::string& op, const TensorType& t,
+                            const char* what = "input") {
+  ANVIL_CHECK(t.dtype == DataType::Float32() || t.dtype == DataType::Int32() ||
+                  t.dtype == DataType::Int64(),
+              op, ": ", what, " must be float32, int32 or int64, not ", t.dtype);
+}
+
+inline void check_output_shape(const std::string& op, const std::vector<int64_t>& s) {
+  for (int64_t d : s) {
+    ANVIL_CHECK(d > 0 && d <= INT32_MAX, op, ": output shape ", shape_str(s),
+                " has an empty or too large dimension");
+  }
+}
+
+inline std::vector<TensorType> types_of(const std::vector<te::Tensor>& in) {
+  std::vector<TensorType> out;
+  for (const te::Tensor& t : in) out.push_back({shape_of(t), t->dtype});
+  return out;
+}
+
+inline std::vector<Expr> exprs(const std::vector<Var>& v) {
+  return std::vector<Expr>(v.begin(), v.end());
+}
+
+// Index e clamped into [0, extent).
+inline Expr clamp_index(Expr e, int64_t extent) {
+  return min(max(e, 0), static_cast<int>(extent - 1));
+}
+
+// Row-major coordinates of flat offset `flat` in `shape`.
+inline std::vector<Expr> unflatten(Expr flat, const std::vector<int64_t>& shape) {
+  std::vector<Expr> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int s = static_cast<int>(shape[d]);
+    idx[d] = d == 0 ? flat : floormod(flat, s);
+    flat = floordiv(flat, s);
+  }
+  return idx;
+}
+
+inline Expr flatten_index(const std::vector<Var>& idx, const std::vector<int64_t>& shape) {
+  Expr flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * static_cast<int>(shape[d]) + idx[d];
+  return flat;
+}
+
+// ---- host helpers for the references (naive loops over the NDArrays' bytes)
+
+inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+inline size_t elem_bytes(const runtime::NDArray& a) {
+  return static_cast<size_t>(a.dtype().bits / 8);
+}
+
+inline runtime::NDArray host_empty(const std::vector<int64_t>& shape, DLDataType t) {
+  return runtime::NDArray::empty(shape, t, true);
+}
+
+inline void copy_elem(const runtime::NDArray& src, int64_t si, const runtime::NDArray& dst,
+                      int64_t di) {
+  size_t b = elem_bytes(src);
+  std::memcpy(static_cast<char*>(dst.data()) + static_cast<size_t>(di) * b,
+              static_cast<const char*>(src.data()) + static_cast<size_t>(si) * b, b);
+}
+
+inline void set_elem(const runtime::NDArray& dst, int64_t i, double v) {
+  DLDataType t = dst.dtype();
+  if (t.code == kDLFloat) {
+    dst.data_as<float>()[i] = static_cast<float>(v);
+  } else if (t.bits == 32) {
+    dst.data_as<int32_t>()[i] = static_cast<int32_t>(v);
+  } else {
+    dst.data_as<int64_t>()[i] = static_cast<int64_t>(v);
+  }
+}
+
+inline int64_t get_int_elem(const runtime::NDArray& a, int64_t i) {
+  return a.dtype().bits == 32 ? a.data_as<int32_t>()[i] : a.data_as<int64_t>()[i];
+}
+
+// Calls fn(coord) for every coordinate of `shape` in row-major order.
+template <typename F>
+inline void for_each_coord(const std::vector<int64_t>& shape, F&& fn) {
+  int64_t n = numel(shape);
+  std::vector<int64_t> c(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    fn(c);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++c[d] < shape[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
+inline int64_t offset_of(const std::vector<int64_t>& coord, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t d = 0; d < coord.size(); ++d) off += coord[d] * strides[d];
+  return off;
+}
+
+// ---- registration
+
+using InferFn =
+    std::function<std::vector<TensorType>(const std::vector<TensorType>&, const Attrs&)>;
+using ComputeFn =
+    std::function<std::vector<te::Tensor>(const std::vector<te::Tensor>&, const Attrs&)>;
+using RefFn = std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&,
+                                                          const Attrs&)>;
+
+inline void register_transform(const std::string& name, InferFn infer, ComputeFn compute,
+                               RefFn ref) {
+  OpDef def;
+  def.name = name;
+  def.pattern = Pattern::kInjective;
+  def.infer = std::move(infer);
+  def.compute = std::move(compute);
+  def.reference = std::move(ref);
+  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
+                        const Config&) {
+    for (const te::Tensor& o : outs) schedule_injective_x86(s, o, t);
+  };
+  def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
+    return ConfigSpace{};
+  };
+  register_op(std::move(def));
+}
+
+inline std::vector<int64_t> host_shapes(const runtime::NDArray& a) {
+  return a.shape();
+}
+
+// Defined in resize_layout.cc.
+void register_layout_transform();
+void register_resize();
+
+}  // namespace anvil::ops::transform_detail
