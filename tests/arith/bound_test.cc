@@ -424,37 +424,7 @@ TEST(BoundsOf, SaturatedBoundsAreSoundNearTheInt64Limits) {
         for (__int128 a : xs) {
           for (__int128 c : ys) {
             if (k >= 3 && k <= 6 && c == 0) continue;
-            __int128 r;
-            switch (k) {
-              case 0:
-                r = a + c;
-                break;
-              case 1:
-                r = a - c;
-                break;
-              case 2:
-                r = a * c;
-                break;
-              case 3:
-              case 4: {
-                __int128 q = a / c;
-                if (a % c != 0 && ((a < 0) != (c < 0))) --q;
-                r = k == 3 ? q : a - q * c;
-                break;
-              }
-              case 5:
-                r = a / c;
-                break;
-              case 6:
-                r = a % c;
-                break;
-              case 7:
-                r = std::min(a, c);
-                break;
-              default:
-                r = std::max(a, c);
-                break;
-            }
+            __int128 r = testing::eval_wide(exprs[k].node_type(), a, c);
             if (r < kNegInf || r > kPosInf) continue;  // overflows int64: assumed not to happen
             ASSERT_TRUE(b.contains(static_cast<int64_t>(r)))
                 << exprs[k] << " with x in " << bx << ", y in " << by << ": "

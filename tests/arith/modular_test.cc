@@ -357,34 +357,9 @@ TEST(ModularSetOf, SetsNearTheInt64LimitsStaySound) {
         __int128 a = static_cast<__int128>(mx.coeff) * pick(-3, 3) + mx.base;
         __int128 b = static_cast<__int128>(my.coeff) * pick(-3, 3) + my.base;
         if (a < kInt64Min || a > kInt64Max || b < kInt64Min || b > kInt64Max) continue;
-        __int128 r;
-        switch (i) {
-          case 0:
-            r = a + b;
-            break;
-          case 1:
-            r = a - b;
-            break;
-          case 2:
-            r = a * b;
-            break;
-          case 3:
-          case 4: {
-            __int128 q = a / k;
-            if (a % k != 0 && ((a < 0) != (k < 0))) --q;
-            r = i == 3 ? q : a - q * k;
-            break;
-          }
-          case 5:
-            r = a / k;
-            break;
-          case 6:
-            r = a % k;
-            break;
-          default:
-            r = std::min(a, b);
-            break;
-        }
+        // Divisions take the constant k as their divisor, the others y's value b.
+        bool divides = i >= 3 && i <= 6;
+        __int128 r = testing::eval_wide(exprs[i].node_type(), a, divides ? __int128{k} : b);
         if (r < kInt64Min || r > kInt64Max) continue;  // overflows int64: assumed not to happen
         ASSERT_TRUE(member(m, r)) << exprs[i] << " with x in " << mx << ", y in " << my
                                   << ", k = " << k << ": " << static_cast<int64_t>(a) << ", "

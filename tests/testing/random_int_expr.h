@@ -120,6 +120,36 @@ inline int64_t eval_int(const Expr& e, Env& env) {
   return 0;
 }
 
+// A binary integer operation evaluated in 128 bits, so that the result of two int64 operands
+// is exact (the tests skip results outside int64). The divisor of a division must not be zero.
+inline __int128 eval_wide(ir::IRNodeType op, __int128 a, __int128 b) {
+  switch (op) {
+    case ir::IRNodeType::Add:
+      return a + b;
+    case ir::IRNodeType::Sub:
+      return a - b;
+    case ir::IRNodeType::Mul:
+      return a * b;
+    case ir::IRNodeType::FloorDiv:
+    case ir::IRNodeType::FloorMod: {
+      __int128 q = a / b;
+      if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+      return op == ir::IRNodeType::FloorDiv ? q : a - q * b;
+    }
+    case ir::IRNodeType::TruncDiv:
+      return a / b;
+    case ir::IRNodeType::TruncMod:
+      return a % b;
+    case ir::IRNodeType::Min:
+      return std::min(a, b);
+    case ir::IRNodeType::Max:
+      return std::max(a, b);
+    default:
+      ADD_FAILURE() << "eval_wide: not a binary integer operation";
+      return 0;
+  }
+}
+
 // What the generator draws from.
 struct RandomIntOptions {
   int64_t max_scale = 4;                                    // x * c with |c| <= max_scale
