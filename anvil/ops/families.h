@@ -4,11 +4,15 @@
 
 namespace anvil::ops {
 
-void register_elementwise_ops();  // elementwise.cc
-void register_dense_ops();        // dense.cc
-void register_conv_ops();         // conv.cc
-void register_pool_norm_ops();   // pool_norm.cc
-void register_transform_ops();  // transform.cc
-void register_reduce_ops();     // reduce.cc
+void register_elementwise_ops();           // elementwise.cc
+void register_dense_ops();                 // dense.cc
+void register_conv_ops();                  // conv.cc
+void register_pool_norm_ops();             // pool_norm.cc
+void register_transform_ops();             // transform.cc
+void register_reduce_ops();                // reduce.cc
+void register_conv_nchwc_ops();            // conv_nchwc.cc
+void register_conv_transpose_nchwc_ops();  // conv_transpose_nchwc.cc
+void register_winograd_ops();              // winograd.cc
+void register_recurrent_ops();             // recurrent.cc
 
 }  // namespace anvil::ops

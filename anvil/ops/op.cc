@@ -110,6 +110,10 @@ void register_all() {
   register_pool_norm_ops();
   register_transform_ops();
   register_reduce_ops();
+  register_conv_nchwc_ops();
+  register_conv_transpose_nchwc_ops();
+  register_winograd_ops();
+  register_recurrent_ops();
 }
 
 void ensure_registered() {

@@ -1,0 +1,48 @@
+// The blocked channel layout NCHW[x]c and the operators that compute on it.
+//
+// Activations in NCHW[x]c are [N, C/x, H, W, x]: channel c lives at (c / x, c % x). A channel
+// count that the block does not divide is padded up with zero channels (layout_transform's
+// "channels" attribute drops them again). The graph compiler picks one block per tensor with
+// nchwc_block; an operator on NCHW[x]c accepts any input block and chooses its output block.
+//
+// Operators (each in its own family file):
+//   conv2d_nchwc            x [N, C/ib, H, W, ib], weight [O/ob, C/ib, KH, KW, ib, ob]
+//                           -> [N, O/ob, OH, OW, ob]; attrs strides, pads, dilations (ONNX's);
+//                           conv_nchwc.cc
+//   depthwise_conv2d_nchwc  x [N, C/b, H, W, b], weight [C/b, 1, KH, KW, 1, b]
+//                           -> [N, C/b, OH, OW, b]; conv_nchwc.cc
+//   conv2d_transpose_nchwc  x [N, C/ib, H, W, ib], weight in the layout its file documents
+//                           -> [N, O/ob, OH, OW, ob]; conv_transpose_nchwc.cc
+//   conv2d_winograd_nchwc   3x3 stride-1 convolutions by Winograd's minimal filtering, on a
+//                           weight transformed once by its own weight op; winograd.cc
+// Each family also registers the injective weight-packing operator that turns the ONNX weight
+// (OIHW, or CO(HW) for the transpose) into its layout, so that constant folding packs weights
+// once at compile time. None of these take a bias: a bias, batch-norm scale, relu or residual add
+// is an elementwise op on the output that the schedule fuses as an epilogue (the op's schedule
+// accepts as `outs` the last of a chain of injective stages over the convolution).
+#pragma once
+
+#include <cstdint>
+
+#include "anvil/target/target.h"
+
+namespace anvil::ops {
+
+// The channel block of a tensor with `channels` channels on `target`: the vector width in floats
+// when it divides the channels, else the largest power of two below it that does (at least 4),
+// else the channel count itself when it is smaller than a vector (e.g. 3 for an RGB input), else
+// the vector width with the channels padded (see nchwc_channels).
+int64_t nchwc_block(int64_t channels, const Target& target);
+// The channel count padded up to a multiple of `block`.
+inline int64_t nchwc_channels(int64_t channels, int64_t block) {
+  return (channels + block - 1) / block * block;
+}
+
+// Whether the default rule computes a convolution with Winograd rather than directly: 3x3 kernel,
+// stride 1, no dilation, no groups, and the shape is one where it measured faster (winograd.cc
+// documents the rule).
+bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, int64_t width,
+                     int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                     int64_t dilation_h, int64_t dilation_w, const Target& target);
+
+}  // namespace anvil::ops
