@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-15-dev libdlpack-dev libomp-14-dev
   libopenblas-dev   # the GEMM benchmark's baseline
+  libdnnl-dev ocl-icd-opencl-dev  # bench_ops' baseline (its CMake config requires OpenCL)
 )
 
 missing=()

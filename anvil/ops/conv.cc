@@ -49,12 +49,6 @@ using namespace ir;
 
 namespace {
 
-std::string list_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 // ---- attributes and shapes
 
 struct ConvParams {
@@ -68,18 +62,6 @@ struct ConvParams {
   std::vector<int64_t> in, kernel, out;
   bool bias = false;
 };
-
-std::vector<int64_t> ints_attr(const Attrs& attrs, const std::string& name, size_t n,
-                               int64_t fallback, int64_t min_value, const char* what) {
-  std::vector<int64_t> v = attrs.get_ints(name, std::vector<int64_t>(n, fallback));
-  ANVIL_CHECK(v.size() == n, attrs.op(), ": attribute '", name, "' must have ", n, " values, got ",
-              list_str(v));
-  for (int64_t x : v) {
-    ANVIL_CHECK(x >= min_value, attrs.op(), ": attribute '", name, "' must be ", what, ", got ",
-                list_str(v));
-  }
-  return v;
-}
 
 ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
   ConvParams p;
@@ -98,15 +80,16 @@ ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const
               "), got ", to_string(in[0]));
   ANVIL_CHECK(in[1].shape.size() == rank, op, ": weight must have rank ", rank, ", got ",
               to_string(in[1]));
-  p.strides = ints_attr(attrs, "strides", p.dims, 1, 1, "positive");
-  p.dilations = ints_attr(attrs, "dilations", p.dims, 1, 1, "positive");
-  std::vector<int64_t> pads = ints_attr(attrs, "pads", 2 * p.dims, 0, 0, "non-negative");
+  p.strides = ints_attr(attrs.op(), attrs, "strides", p.dims, 1, 1, "positive");
+  p.dilations = ints_attr(attrs.op(), attrs, "dilations", p.dims, 1, 1, "positive");
+  std::vector<int64_t> pads =
+      ints_attr(attrs.op(), attrs, "pads", 2 * p.dims, 0, 0, "non-negative");
   p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(p.dims));
   p.pad_hi.assign(pads.begin() + static_cast<long>(p.dims), pads.end());
   p.group = attrs.get_int("group", 1);
   ANVIL_CHECK(p.group >= 1, op, ": attribute 'group' must be positive, got ", p.group);
   if (p.transpose) {
-    p.output_padding = ints_attr(attrs, "output_padding", p.dims, 0, 0, "non-negative");
+    p.output_padding = ints_attr(attrs.op(), attrs, "output_padding", p.dims, 0, 0, "non-negative");
     for (size_t d = 0; d < p.dims; ++d) {
       ANVIL_CHECK(p.output_padding[d] < std::max(p.strides[d], p.dilations[d]), op,
                   ": attribute 'output_padding' ", list_str(p.output_padding),

@@ -11,8 +11,10 @@
 //                           conv_nchwc.cc
 //   depthwise_conv2d_nchwc  x [N, C/b, H, W, b], weight [C/b, 1, KH, KW, 1, b]
 //                           -> [N, C/b, OH, OW, b]; conv_nchwc.cc
-//   conv2d_transpose_nchwc  x [N, C/ib, H, W, ib], weight in the layout its file documents
-//                           -> [N, O/ob, OH, OW, ob]; conv_transpose_nchwc.cc
+//   conv2d_transpose_nchwc  x [N, C/ib, H, W, ib], weight split into output phases
+//                           [O/ob, C/ib, TY, TX, ib, SY, SX, ob] -> [N, O/ob, OH, OW, ob]; needs
+//                           the attribute kernel_shape (the packed shape does not determine it);
+//                           conv_transpose_nchwc.cc
 //   conv2d_winograd_nchwc   3x3 stride-1 convolutions by Winograd's minimal filtering, on a
 //                           weight transformed once by its own weight op; winograd.cc
 // Each family also registers the injective weight-packing operator that turns the ONNX weight
@@ -40,7 +42,7 @@ inline int64_t nchwc_channels(int64_t channels, int64_t block) {
 
 // Whether the default rule computes a convolution with Winograd rather than directly: 3x3 kernel,
 // stride 1, no dilation, no groups, and the shape is one where it measured faster (winograd.cc
-// documents the rule).
+// documents the rule). height and width are the output's.
 bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, int64_t width,
                      int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                      int64_t dilation_h, int64_t dilation_w, const Target& target);

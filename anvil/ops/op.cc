@@ -168,4 +168,25 @@ int64_t knob(const Config& config, const std::string& name, int64_t fallback) {
   return it == config.end() ? fallback : it->second;
 }
 
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
+                               size_t n, int64_t fallback, int64_t min_value, const char* what,
+                               bool required) {
+  ANVIL_CHECK(!required || attrs.has(name), op, ": attribute '", name, "' is required (", n,
+              " values)");
+  std::vector<int64_t> v = attrs.get_ints(name, std::vector<int64_t>(n, fallback));
+  ANVIL_CHECK(v.size() == n, op, ": attribute '", name, "' must have ", n, " values, got ",
+              list_str(v));
+  for (int64_t x : v) {
+    ANVIL_CHECK(x >= min_value, op, ": attribute '", name, "' must be ", what, ", got ",
+                list_str(v));
+  }
+  return v;
+}
+
 }  // namespace anvil::ops

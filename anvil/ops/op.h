@@ -109,5 +109,13 @@ std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape);
 std::vector<int64_t> shape_of(const te::Tensor& t);
 // The value of knob `name` in `config`, or `fallback`.
 int64_t knob(const Config& config, const std::string& name, int64_t fallback);
+// "[1, 2, 3]": lists in error messages.
+std::string list_str(const std::vector<int64_t>& v);
+// Integer-list attribute `name` of operator `op`: exactly n values, each at least min_value (`what`
+// names that rule in the error, e.g. "positive"); n copies of `fallback` when absent, or an error
+// when `required`.
+std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
+                               size_t n, int64_t fallback, int64_t min_value, const char* what,
+                               bool required = false);
 
 }  // namespace anvil::ops

@@ -242,5 +242,116 @@ TEST(Dense, Pattern) {
   }
 }
 
+// dense_packed against its reference on the weight packed by dense_pack_weight (checked against
+// its own reference first), and against dense's reference on the unpacked weight.
+void check_packed(int64_t M, int64_t N, int64_t K, int64_t nb, bool bias, uint32_t seed,
+                  Config config = {}) {
+  SCOPED_TRACE(::testing::Message()
+               << "M=" << M << " N=" << N << " K=" << K << " nb=" << nb << " bias=" << bias);
+  std::mt19937 rng(seed);
+  runtime::NDArray x = ops_testing::random_array({{M, K}, f32}, rng);
+  runtime::NDArray w = ops_testing::random_array({{N, K}, f32}, rng);
+  runtime::NDArray b = ops_testing::random_array({{N}, f32}, rng);
+  Attrs pack_attrs("dense_pack_weight", {{"block", nb}});
+  CheckOptions po;
+  po.tol = 0;
+  po.inputs = {w};
+  check_op("dense_pack_weight", {{{N, K}, f32}}, pack_attrs, po);
+  runtime::NDArray packed = lookup("dense_pack_weight").reference({w}, pack_attrs)[0];
+  std::vector<TensorType> types = {{{M, K}, f32}, {packed.shape(), f32}};
+  std::vector<runtime::NDArray> ins = {x, packed};
+  if (bias) {
+    types.push_back({{N}, f32});
+    ins.push_back(b);
+  }
+  Attrs attrs("dense_packed", {{"units", N}});
+  CheckOptions o = opts(K, seed, std::move(config));
+  o.inputs = ins;
+  check_op("dense_packed", types, attrs, o);
+  // The packed reference agrees with dense's on the unpacked weight.
+  std::vector<runtime::NDArray> dense_in = {x, w};
+  if (bias) dense_in.push_back(b);
+  runtime::NDArray want = lookup("dense").reference(dense_in, Attrs("dense", {}))[0];
+  runtime::NDArray got = lookup("dense_packed").reference(ins, attrs)[0];
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5) << i;
+}
+
+TEST(DensePacked, RandomShapes) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> dn(1, 90), dk(1, 40);
+  uint32_t seed = 1;
+  for (int64_t M : {1, 3, 8, 37}) {
+    int64_t N = dn(rng), K = dk(rng) | 1;  // K odd
+    check_packed(M, N, K, 16, seed % 2 == 0, seed);
+    ++seed;
+  }
+  check_packed(1, 33, 17, 16, true, seed++);  // N not a multiple of nb
+  check_packed(3, 45, 9, 8, false, seed++);   // half a vector per panel
+  check_packed(8, 23, 5, 5, true, seed++);    // panels that are not vectors
+  check_packed(1, 1, 1, 16, true, seed++);
+}
+
+TEST(DensePacked, LstmGateShape) {
+  // The LSTM language model's gate product, scaled down: one row, wide N, bias.
+  check_packed(1, 520, 260, 16, true, 3);
+}
+
+TEST(DensePacked, EveryConfigOfTheSpaceAgrees) {
+  Target target = Target::host();
+  std::vector<TensorType> types = {{{3, 21}, f32}, {{3, 21, 16}, f32}};
+  ConfigSpace space =
+      lookup("dense_packed").space(types, Attrs("dense_packed", {{"units", int64_t{37}}}), target);
+  ASSERT_EQ(space.size(), 4u);
+  for (int64_t tn : space[1].values) {
+    for (int64_t ku : space[2].values) {
+      Config c = {{"tile_m", space[0].values[0]},
+                  {"tile_n", tn},
+                  {"k_unroll", ku},
+                  {"parallel", space[3].values[0]}};
+      check_packed(3, 37, 21, 16, true, 9, c);
+    }
+  }
+}
+
+TEST(DensePacked, GemvRuleKeepsEightChains) {
+  // M = 1: k outer, 8 accumulator vectors (panels) in flight, k unrolled, panels parallel.
+  Target target = Target::host();
+  int64_t lanes = target.vector_lanes_f32();
+  ConfigSpace s = lookup("dense_packed")
+                      .space({{{1, 1300}, f32}, {{163, 1300, 16}, f32}},
+                             Attrs("dense_packed", {{"units", int64_t{2600}}}), target);
+  EXPECT_EQ(s[0].values[0], 1);
+  EXPECT_EQ(s[1].values[0], std::max<int64_t>(8 * lanes, 32));
+  EXPECT_EQ(s[2].values[0], 4);
+  EXPECT_EQ(s[3].values[0], 1);
+}
+
+TEST(DensePackedErrors, ShapesAndAttributes) {
+  auto expect = [](const std::string& op, const std::vector<TensorType>& in, const Attrs& a,
+                   const std::string& want) {
+    std::string msg = testing::user_error([&] { lookup(op).infer(in, a); });
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  };
+  Attrs units("dense_packed", {{"units", int64_t{20}}});
+  expect("dense_pack_weight", {{{4, 5, 6}, f32}}, Attrs("dense_pack_weight", {}),
+         "dense_pack_weight: input 'weight' must have rank 2 [N, K], got [4, 5, 6]");
+  expect("dense_pack_weight", {{{4, 5}, f32}}, Attrs("dense_pack_weight", {{"block", int64_t{0}}}),
+         "dense_pack_weight: attribute 'block' must be >= 1, not 0");
+  expect("dense_packed", {{{3, 7}, f32}, {{2, 8, 16}, f32}}, units,
+         "dense_packed: inner dimensions differ: input 'x' [3, 7] has K = 7 but input 'packed' "
+         "[2, 8, 16] has K = 8");
+  expect("dense_packed", {{{3, 7}, f32}, {{3, 7, 16}, f32}}, units,
+         "dense_packed: input 'packed' [3, 7, 16] does not hold units = 20 rows in panels of 16 "
+         "(expected 2 panels)");
+  expect("dense_packed", {{{3, 7}, f32}, {{2, 7, 16}, f32}, {{16}, f32}}, units,
+         "dense_packed: input 'bias' must have shape [20]");
+  expect("dense_packed", {{{3, 7}, f32}, {{2, 7}, f32}}, units,
+         "dense_packed: input 'packed' must have rank 3 [N/nb, K, nb], got [2, 7]");
+  expect("dense_packed", {{{3, 7}, f32}, {{2, 7, 16}, f32}}, Attrs("dense_packed", {}), "units");
+  EXPECT_EQ(lookup("dense_pack_weight").pattern, Pattern::kInjective);
+  EXPECT_EQ(lookup("dense_packed").pattern, Pattern::kComplexOutFusable);
+}
+
 }  // namespace
 }  // namespace anvil::ops

@@ -26,4 +26,27 @@ TEST(Workspace, ImpossibleSizesFailWithAMessage) {
   }
 }
 
+TEST(Workspace, FreedBlocksAreReusedBySize) {
+  // A block of a size freed before comes back (the pool), and blocks in use are distinct.
+  void* a = AnvilWorkspaceAlloc(5 << 20);
+  void* b = AnvilWorkspaceAlloc(5 << 20);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  std::memset(a, 1, 5 << 20);
+  std::memset(b, 2, 5 << 20);
+  AnvilWorkspaceFree(a);
+  void* c = AnvilWorkspaceAlloc(5 << 20);
+  EXPECT_EQ(c, a);
+  void* d = AnvilWorkspaceAlloc(3 << 20);  // another size: not a's block
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d, b);
+  EXPECT_NE(d, c);
+  std::memset(d, 3, 3 << 20);
+  EXPECT_EQ(static_cast<unsigned char*>(b)[(5 << 20) - 1], 2);
+  AnvilWorkspaceFree(b);
+  AnvilWorkspaceFree(c);
+  AnvilWorkspaceFree(d);
+}
+
 }  // namespace

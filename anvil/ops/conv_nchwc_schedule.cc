@@ -1,0 +1,221 @@
+// The x86 schedule of conv2d_nchwc and depthwise_conv2d_nchwc: the classic NCHW[x]c direct
+// convolution micro-kernel.
+//
+// The output [N, O/ob, OH, OW, ob] is cut into tiles of oc_tile channel blocks x ow_block columns
+// of one row. A tile is accumulated in a local buffer (cache_write, or the convolution stage itself
+// when an epilogue follows) computed at the output's column-block loop, so the epilogue (bias,
+// batch-norm, relu, residual add: inlined into the output stage) is applied on the way out of the
+// registers: one pass over the output. Inside the tile the loops are
+//     ic, kh, kw, ib | oc_tile (unrolled), ow_block (unrolled), ob (vectorized)
+// so each reduction step loads oc_tile weight vectors once and broadcasts each column's input
+// element once (vbroadcastss, or vfmadd231ps with an embedded {1toN} broadcast when oc_tile is 1):
+// oc_tile x ow_block independent accumulators in registers. The weight is read sequentially (its
+// layout is the reduction order). A stride only changes the broadcast addresses, so strided
+// convolutions need no gathers or phases. 1x1 convolutions are the same kernel: a packed GEMM
+// with an (oc_tile*ob) x ow_block register tile.
+// Depthwise: no reduction over channels, so each step is a vector load of the input per column
+// (contiguous in the block) times one weight vector; the taps are unrolled (LLVM reuses the input
+// vectors that neighbouring taps share).
+// The loops (n, oc tiles, output rows) are fused and run in parallel.
+//
+// The default rule (every knob can be overridden by a Config; conv_nchwc_space lists them).
+// R = 32 vector registers with AVX-512 (16 float lanes), 16 with AVX2; a channel block takes
+// v = ceil(ob / lanes) vectors.
+//   Accumulators: at most A = 5R/8 (20 on AVX-512, 10 on AVX2). More measured slower here: LLVM's
+//   scheduler hoists the next steps' weight loads and broadcasts and spills accumulators (28 zmm
+//   accumulators: 55-80% of peak; 20: 97-99%).
+//   oc_tile: ceil(2 * lanes / ob) channel blocks (at most O/ob), so that one broadcast feeds two
+//   vectors' worth of FMAs: 2 blocks of 16 on AVX-512, 4 blocks of 8 (half-width vectors: each
+//   FMA does half the work, so the loads per FMA must halve too; 4 x 8 measured 94% where 1 x 8
+//   reached 75-85%).
+//   ow_block: the fewest blocks of at most A / (oc_tile * v) columns, as equal as a fixed block
+//   allows (OW 56, limit 10: blocks of 10 with a tail of 6; OW 59, limit 20: 20, 20, 19), so the
+//   guarded tail wastes less than one column per block.
+//   unroll_ib: the input block unrolled only with half-width vectors; with full-width vectors the
+//   unrolled ib steps again let the scheduler hoist broadcasts into spills (pw 112x112 32->64:
+//   65% unrolled, 97% not).
+//   unroll_kw: 0. When it is unrolled, LLVM keeps the broadcasts that neighbouring taps share
+//   live across the whole kernel width and spills them (30% of peak on 3x3 56x56 64->64).
+//
+//   inline_pad: 0. The padded source is a stage at the root, its rows in parallel (inlined
+//   selects measured 20-40% slower: one compare per broadcast).
+//
+//   Depthwise: oc_tile 1; the taps unrolled (unroll_kw 1, kh always); ow_block at most R/8 columns
+//   (4 on AVX-512: the input vectors and the padding's selects need registers; 4 measured faster
+//   than 7, 14 or 28); the padding inlined as selects on the loads (inline_pad 1): a separate
+//   padding pass costs as much as the convolution itself for this memory-bound operator (stride 2:
+//   30 -> 70 GFLOP/s inlined).
+#include "anvil/ops/conv_nchwc_schedule.h"
+
+#include <algorithm>
+
+#include "anvil/ir/op.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops::conv_nchwc_detail {
+
+using namespace ir;
+
+namespace {
+
+struct Knobs {
+  int64_t oc_tile = 1, ow_block = 1, unroll_kw = 1, unroll_ib = 1;
+  int64_t inline_pad = 0;  // 1: the padding is a select inside the convolution, not a stage
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The fewest equal blocks of at most `limit` columns covering n.
+int64_t balanced_block(int64_t n, int64_t limit) {
+  limit = std::max<int64_t>(1, limit);
+  return ceil_div(n, ceil_div(n, limit));
+}
+
+Knobs default_knobs(const ConvShape& c, const Target& target) {
+  int64_t lanes = target.vector_lanes_f32();
+  int64_t regs = lanes >= 16 ? 32 : 16;
+  int64_t v = ceil_div(c.ob, lanes);
+  Knobs k;
+  if (c.depthwise) {
+    k.ow_block = balanced_block(c.OW, regs / 8);
+    k.inline_pad = 1;
+    k.unroll_kw = 1;
+    return k;
+  }
+  int64_t acc = regs * 5 / 8;
+  k.oc_tile = std::clamp<int64_t>(ceil_div(2 * lanes, c.ob), 1, std::max<int64_t>(1, acc / v));
+  k.oc_tile = std::min(k.oc_tile, c.OB);
+  k.ow_block = balanced_block(c.OW, acc / (k.oc_tile * v));
+  k.unroll_kw = 0;
+  k.unroll_ib = c.ob < lanes ? 1 : 0;
+  return k;
+}
+
+Knobs knobs_from(const ConvShape& c, const Target& target, const Config& config) {
+  Knobs k = default_knobs(c, target);
+  k.oc_tile = std::clamp<int64_t>(knob(config, "oc_tile", k.oc_tile), 1, c.OB);
+  k.ow_block = std::clamp<int64_t>(knob(config, "ow_block", k.ow_block), 1, c.OW);
+  k.unroll_kw = knob(config, "unroll_kw", k.unroll_kw);
+  k.unroll_ib = knob(config, "unroll_ib", k.unroll_ib);
+  k.inline_pad = knob(config, "inline_pad", k.inline_pad);
+  return k;
+}
+
+std::vector<int64_t> with_default(int64_t def, const std::vector<int64_t>& others, int64_t limit) {
+  std::vector<int64_t> v = {def};
+  for (int64_t x : others)
+    if (x != def && x <= limit) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
+  Knobs d = default_knobs(c, target);
+  ConfigSpace space = {
+      {"ow_block", with_default(d.ow_block, {1, 2, 4, 6, 7, 8, 12, 14, 16, 20, 24, 28}, c.OW)},
+      {"unroll_kw", with_default(d.unroll_kw, {0, 1}, 1)},
+      {"inline_pad", with_default(d.inline_pad, {0, 1}, 1)},
+  };
+  if (!c.depthwise) {
+    space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 4}, c.OB)});
+    space.push_back({"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)});
+  }
+  return space;
+}
+
+void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
+                         const std::vector<te::Tensor>& outs, const Target& target,
+                         const Config& config) {
+  ANVIL_CHECK(outs.size() == 1, op, ": the schedule takes one output, got ", outs.size());
+  te::Tensor out = outs[0];
+  // The reduction stage, the padded source it reads (computed at the root), and the injective
+  // stages between it and the output (the epilogue: inlined into the output stage).
+  te::Tensor conv;
+  std::vector<te::Tensor> order = te::topological_order(outs);
+  for (const te::Tensor& t : order)
+    if (t.is_compute() && !t->reduce_axis.empty()) conv = t;
+  ANVIL_CHECK(conv.defined(), op, ": no convolution stage under output '", out.name(), "'");
+  std::vector<te::Tensor> sources;
+  for (const auto& t : conv->inputs)
+    if (te::Tensor(t.get()).is_compute()) sources.push_back(te::Tensor(t.get()));
+  auto is_source = [&](const te::Tensor& t) {
+    return std::any_of(sources.begin(), sources.end(),
+                       [&](const te::Tensor& u) { return u.get() == t.get(); });
+  };
+  for (const te::Tensor& t : order) {
+    if (!t.is_compute() || t.get() == conv.get() || t.get() == out.get() || is_source(t)) continue;
+    s[t].compute_inline();
+  }
+  std::vector<int64_t> cs = shape_of(conv);
+  ANVIL_CHECK(cs.size() == 5 && shape_of(out) == cs, op, ": output '", out.name(),
+              "' must have the convolution's shape (an elementwise epilogue)");
+  bool depthwise = conv->reduce_axis.size() == 2;
+  ConvShape c;
+  c.OB = cs[1];
+  c.OH = cs[2];
+  c.OW = cs[3];
+  c.ob = cs[4];
+  c.depthwise = depthwise;
+  auto extent = [&](size_t r) {
+    return as_const_int(conv->reduce_axis[r]->dom.extent).value_or(1);
+  };
+  c.ic_blocks = depthwise ? 1 : extent(0);
+  c.KH = extent(depthwise ? 0 : 1);
+  c.KW = extent(depthwise ? 1 : 2);
+  c.ib = depthwise ? 1 : extent(3);
+  Knobs k = knobs_from(c, target, config);
+
+  te::Tensor inner = out.get() == conv.get() ? s.cache_write(conv, MemoryScope::kLocal) : conv;
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();  // n, oc, oh, ow, ob
+  IterVar oco = ax[1], oci;
+  if (k.oc_tile > 1) std::tie(oco, oci) = so.split(ax[1], k.oc_tile);
+  auto [wo, wi] = so.split(ax[3], k.ow_block);
+  std::vector<IterVar> order_out = {ax[0], oco, ax[2], wo};
+  if (oci.defined()) order_out.push_back(oci);
+  order_out.insert(order_out.end(), {wi, ax[4]});
+  so.reorder(order_out);
+  IterVar fused = so.fuse(so.fuse(ax[0], oco), ax[2]);
+  so.parallel(fused);
+  for (const te::Tensor& t : sources) {
+    te::Stage st = s[t];
+    std::vector<IterVar> sax = st.axis();
+    if (k.inline_pad) {
+      st.compute_inline();
+      continue;
+    } else {
+      // At the root, the rows in parallel.
+      IterVar f = sax[0];
+      for (size_t a = 1; a + 2 < sax.size(); ++a) f = st.fuse(f, sax[a]);
+      st.parallel(f);
+    }
+    if (shape_of(t).back() >= 4) st.vectorize(sax.back());
+  }
+  if (oci.defined()) so.unroll(oci);
+  so.unroll(wi);
+  so.vectorize(ax[4]);
+
+  te::Stage si = s[inner];
+  si.compute_at(so, wo);
+  std::vector<IterVar> iax = si.axis();
+  std::vector<IterVar> rax = si.reduce_axis();
+  std::vector<IterVar> iorder = {iax[0], iax[2]};
+  iorder.insert(iorder.end(), rax.begin(), rax.end());
+  iorder.insert(iorder.end(), {iax[1], iax[3], iax[4]});
+  si.reorder(iorder);
+  si.unroll(iax[1]);
+  si.unroll(iax[3]);
+  si.vectorize(iax[4]);
+  IterVar kw = rax[depthwise ? 1 : 2];
+  if (k.unroll_kw) si.unroll(kw);
+  if (depthwise) {
+    si.unroll(rax[0]);
+  } else if (k.unroll_ib) {
+    si.unroll(rax[3]);
+  }
+}
+
+}  // namespace anvil::ops::conv_nchwc_detail

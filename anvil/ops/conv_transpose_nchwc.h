@@ -1,0 +1,66 @@
+// Internal to the conv2d_transpose_nchwc family (conv_transpose_nchwc.cc and
+// conv_transpose_nchwc_schedule.cc): the phase (sub-pixel) decomposition of one spatial dimension
+// and the parsed attributes. See conv_transpose_nchwc.cc for the layouts and the math.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "anvil/ir/expr.h"
+#include "anvil/ops/op.h"
+
+namespace anvil::ops::deconv {
+
+// One spatial dimension of a transposed convolution with stride s, dilation d and kernel K: the
+// output position y (u = y + pad_lo) receives tap k from input i when i*s + k*d == u. With
+// g = gcd(s, d), s' = s/g, d' = d/g, phase R = u mod s has taps only when g divides R, namely
+// k_j = k0(R) + s'*j with k0(R) = (R/g * inv(d' mod s')) mod s', read from input rows
+// i = base(u) - j*d'. Every phase gets `taps` slots (the most any phase has); missing ones are
+// zero in the packed weight.
+struct Phase {
+  int64_t s = 1, d = 1, K = 1;
+  int64_t g = 1, sp = 1, dp = 1, inv = 0;
+  int64_t taps = 1;
+
+  static Phase make(int64_t stride, int64_t dilation, int64_t kernel);
+  // The first tap of phase R, or -1 when the phase has none.
+  int64_t k0(int64_t R) const;
+  // base(u) on the host and as an expression of u (floor arithmetic, so negative u works).
+  int64_t base(int64_t u) const;
+  ir::Expr base(const ir::Expr& u) const;
+  // The (phase, slot) that holds kernel tap k.
+  int64_t phase_of_tap(int64_t k) const { return (k * d) % s; }
+  int64_t slot_of_tap(int64_t k) const { return k / sp; }
+};
+
+struct Params {
+  std::string op;
+  int64_t N = 0, Cb = 0, ib = 0, H = 0, W = 0;  // x [N, Cb, H, W, ib]
+  int64_t Ob = 0, ob = 0;                       // output [N, Ob, OH, OW, ob]
+  int64_t OH = 0, OW = 0;
+  std::vector<int64_t> strides, dilations, pad_lo, pad_hi, output_padding, kernel;
+  Phase py, px;
+  // The zero rows and columns the source needs around x so that every read is in range.
+  int64_t src_top = 0, src_bottom = 0, src_left = 0, src_right = 0;
+};
+
+// Parses and checks attributes and input types of conv2d_transpose_nchwc.
+Params parse(const std::vector<TensorType>& in, const Attrs& attrs);
+
+// The default schedule and its knobs (conv_transpose_nchwc_schedule.cc).
+struct Knobs {
+  int64_t tile_oc = 1;  // output channel blocks per register tile
+  int64_t tile_oh = 1;  // output rows per register tile
+  int64_t tile_ow = 1;  // output columns per register tile
+  int64_t unroll_ib = 1, unroll_kw = 1;
+  int64_t ic_chunk = 0;  // input channel blocks per reduction chunk (0: the whole reduction)
+};
+// Cb input channel blocks, each ic_bytes of weights per output channel block.
+Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, int64_t sx,
+                    int64_t Cb, int64_t ic_bytes, const Target& target);
+ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const Target& target);
+void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+              const Config& config);
+
+}  // namespace anvil::ops::deconv

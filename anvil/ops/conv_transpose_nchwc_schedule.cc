@@ -1,0 +1,208 @@
+// The x86 schedule of conv2d_transpose_nchwc: the NCHWc direct-convolution micro-kernel.
+//
+// The output [N, O/ob, OH, OW, ob] is tiled into tile_oc channel blocks x tile_oh rows x tile_ow
+// columns. The tile accumulates in a local buffer (cache_write, or the convolution stage itself
+// when fused epilogue stages follow: those are inlined into the output stage) computed at the
+// column-block loop, with the reduction (ic, jy, jx, ib) outside and the tile's channel blocks,
+// rows and columns unrolled inside and ob vectorized: each reduction step is one broadcast of an
+// input value per output pixel and one weight vector per phase the tile covers, feeding
+// tile_oc*tile_oh*tile_ow independent FMA chains. A tile covers consecutive rows and columns, so
+// it mixes phases: once the tile loops are unrolled, the phase arithmetic of every pixel is a
+// constant and the input reads are those of a stride-1 convolution. The loops (n, channel tile,
+// row tile) are fused and parallel.
+// With ic_chunk > 0 the accumulator is instead the whole output plane of the channel tile
+// (computed at the fused (n, channel tile) loop): the input channels are reduced in chunks
+// outside the register tiles, so that a chunk's weights stay in L2 while every row tile of the
+// plane uses them (the tile's accumulators are promoted to registers within a chunk).
+//
+// The rule (every knob can be overridden by a Config; space lists the defaults first):
+//   accumulators: 3/4 of the vector registers (24 of AVX-512's 32, 12 of AVX2's 16), leaving
+//   room for the per-phase weight vectors and the broadcasts; a pixel takes ceil(ob/lanes)
+//   vectors.
+//   tile_oh: the height stride (one row of each phase), so that every weight cache line fetched
+//   for a step is used: tiles of one row used half of each line pair and measured 1.5-3x slower
+//   on DCGAN deconv1. But 1 when one channel block's weights fit in an eighth of L2: they stay
+//   cached anyway, and a row of one phase loads half the weight vectors per step (deconv4 with
+//   ob = 3 or 8: 22 -> 31 GFLOP/s).
+//   tile_ow: the whole row when it fits the accumulators left; else the widest divisor of OW that
+//   is a multiple of the width stride and fills at least half of them (no tail); else OW split
+//   evenly into the fewest tiles that fit, rounded to the width stride.
+//   tile_oc: as many channel blocks as the remaining accumulators allow, dividing O/ob.
+//   unroll_ib: 0 (unrolling the ib steps made LLVM hoist broadcasts and spill: 80 vs 113 GFLOP/s
+//   on DCGAN deconv3); unroll_kw: 0 (unrolled, LLVM keeps the broadcasts that neighbouring taps
+//   share live across them and spills: deconv4 22 -> 29 GFLOP/s, deconv3 unchanged).
+//   ic_chunk: 0 while the weights of one channel tile fit half of L2 (1 MB per core here) or its
+//   output plane does not fit a quarter of it; else the largest divisor of C/ib whose weights fit
+//   a quarter of it (DCGAN deconv1: 1 MB of weights per channel block, 32 MB in all, p10 36 -> 78
+//   GFLOP/s). Then, when the tile spans the whole row, tile_oh grows to fill the accumulators
+//   (deconv1: 3 rows x 8 columns, p10 73 -> 89 GFLOP/s).
+#include <algorithm>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/conv_transpose_nchwc.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops::deconv {
+
+using namespace ir;
+
+namespace {
+// L2 per core on this host (Target does not describe caches yet).
+constexpr int64_t kL2Bytes = 1 << 20;
+}  // namespace
+
+Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, int64_t sx,
+                    int64_t Cb, int64_t ic_bytes, const Target& target) {
+  int64_t lanes = target.vector_lanes_f32();
+  int64_t regs = lanes >= 16 ? 32 : 16;
+  int64_t budget = regs * 3 / 4;
+  int64_t nv = (ob + lanes - 1) / lanes;
+  Knobs k;
+  bool small_weights = Cb * ic_bytes <= kL2Bytes / 8;
+  k.tile_oh = small_weights ? 1 : std::max<int64_t>(1, std::min({sy, OH, budget / nv}));
+  int64_t cols = std::max<int64_t>(1, budget / (nv * k.tile_oh));
+  if (OW <= cols) {
+    k.tile_ow = OW;
+  } else {
+    k.tile_ow = 0;
+    for (int64_t t = cols; t * 2 >= cols && k.tile_ow == 0; --t)
+      if (OW % t == 0 && t % sx == 0) k.tile_ow = t;
+    if (k.tile_ow == 0) {
+      int64_t tiles = (OW + cols - 1) / cols;
+      int64_t t = (OW + tiles - 1) / tiles;
+      t = (t + sx - 1) / sx * sx;
+      if (t > cols) t -= sx;
+      k.tile_ow = std::max<int64_t>(1, t);
+    }
+  }
+  k.tile_oc = std::max<int64_t>(1, std::min(Ob, budget / (k.tile_oh * k.tile_ow * nv)));
+  while (Ob % k.tile_oc != 0) --k.tile_oc;
+  k.unroll_ib = 0;
+  k.unroll_kw = 0;
+  k.ic_chunk = 0;
+  int64_t plane_bytes = k.tile_oc * OH * OW * ob * 4;
+  if (Cb * ic_bytes * k.tile_oc > kL2Bytes / 2 && plane_bytes <= kL2Bytes / 4) {
+    k.ic_chunk = 1;
+    for (int64_t c = Cb; c >= 1 && k.ic_chunk == 1; --c)
+      if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= kL2Bytes / 4) k.ic_chunk = c;
+    // Weights now come from L2: when the tile already spans the row, more rows add FMAs per
+    // weight vector loaded.
+    if (k.tile_ow == OW)
+      k.tile_oh = std::max(k.tile_oh, std::min(OH, budget / (k.tile_ow * nv * k.tile_oc)));
+  }
+  return k;
+}
+
+ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
+  Params p = parse(in, attrs);
+  Knobs d =
+      default_knobs(p.Ob, p.ob, p.OH, p.OW, p.strides[0], p.strides[1], p.Cb,
+                    p.ib * p.py.taps * p.px.taps * p.strides[0] * p.strides[1] * p.ob * 4, target);
+  auto with_default = [](int64_t def, std::vector<int64_t> others, int64_t limit) {
+    std::vector<int64_t> v = {def};
+    for (int64_t x : others)
+      if (x != def && x <= limit) v.push_back(x);
+    return v;
+  };
+  return {
+      {"tile_oc", with_default(d.tile_oc, {1, 2, 3, 4, 6, 8}, p.Ob)},
+      {"tile_oh", with_default(d.tile_oh, {1, 2, 3, 4}, p.OH)},
+      {"tile_ow", with_default(d.tile_ow, {2, 4, 6, 8, 12, 14, 16, 20, 24, 28, 32}, p.OW)},
+      {"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)},
+      {"unroll_kw", with_default(d.unroll_kw, {0, 1}, 1)},
+      {"ic_chunk", with_default(d.ic_chunk, {0, 4, 8, 16}, p.Cb)},
+  };
+}
+
+void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+              const Config& config) {
+  te::Tensor out = outs[0];
+  // The reduction stage, the source it reads (x with zero borders, at the root) and the injective
+  // stages between it and the output (fused epilogues: inlined).
+  te::Tensor conv;
+  std::vector<te::Tensor> order = te::topological_order(outs);
+  for (const te::Tensor& t : order)
+    if (t.is_compute() && !t->reduce_axis.empty()) conv = t;
+  ANVIL_ICHECK(conv.defined(), "conv2d_transpose_nchwc: no reduction stage to schedule");
+  std::vector<const te::TensorNode*> sources;
+  for (const auto& t : conv->inputs)
+    if (te::Tensor(t.get()).is_compute()) sources.push_back(t.get());
+  for (const te::Tensor& t : order) {
+    if (!t.is_compute() || t.get() == conv.get() || t.get() == out.get()) continue;
+    if (std::find(sources.begin(), sources.end(), t.get()) != sources.end()) {
+      te::Stage st = s[t];
+      std::vector<IterVar> ax = st.axis();
+      IterVar f = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
+      st.parallel(f);
+      continue;
+    }
+    s[t].compute_inline();
+  }
+
+  std::vector<int64_t> oshape = shape_of(out);
+  ANVIL_CHECK(oshape.size() == 5, "conv2d_transpose_nchwc: the scheduled output must be 5-d ",
+              "(NCHW[x]c), got rank ", oshape.size());
+  int64_t Ob = oshape[1], OH = oshape[2], OW = oshape[3], ob = oshape[4];
+  std::vector<int64_t> ws(8, 1);  // the packed weight's shape
+  for (const auto& t : conv->inputs) {
+    std::vector<int64_t> sh = shape_of(te::Tensor(t.get()));
+    if (sh.size() == 8) ws = sh;
+  }
+  Knobs k = default_knobs(Ob, ob, OH, OW, ws[5], ws[6], ws[1],
+                          ws[2] * ws[3] * ws[4] * ws[5] * ws[6] * ws[7] * 4, target);
+  auto clamp = [](int64_t v, int64_t hi) { return std::max<int64_t>(1, std::min(v, hi)); };
+  k.tile_oc = clamp(knob(config, "tile_oc", k.tile_oc), Ob);
+  k.tile_oh = clamp(knob(config, "tile_oh", k.tile_oh), OH);
+  k.tile_ow = clamp(knob(config, "tile_ow", k.tile_ow), OW);
+  k.unroll_ib = knob(config, "unroll_ib", k.unroll_ib);
+  k.unroll_kw = knob(config, "unroll_kw", k.unroll_kw);
+  k.ic_chunk = std::max<int64_t>(0, knob(config, "ic_chunk", k.ic_chunk));
+
+  te::Tensor inner = out.get() == conv.get() ? s.cache_write(conv, MemoryScope::kLocal) : conv;
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();
+  te::Stage si = s[inner];
+  std::vector<IterVar> iax = si.axis();
+  std::vector<IterVar> rax = si.reduce_axis();
+  auto [oo, oi] = so.split(ax[1], k.tile_oc);
+  if (k.ic_chunk > 0) {
+    // Planes: the accumulator is the whole output plane of the channel tile; the reduction over
+    // input channels runs in chunks outside the register tiles, so a chunk's weights stay in L2
+    // while every row tile uses them.
+    IterVar f = so.fuse(ax[0], oo);
+    so.parallel(f);
+    so.vectorize(ax[4]);
+    si.compute_at(so, f);
+    auto [ico, ici] = si.split(rax[0], k.ic_chunk);
+    auto [yo, yi] = si.split(iax[2], k.tile_oh);
+    auto [xo, xi] = si.split(iax[3], k.tile_ow);
+    si.reorder({iax[0], ico, yo, xo, ici, rax[1], rax[2], rax[3], iax[1], yi, xi, iax[4]});
+    si.unroll(iax[1]);
+    si.unroll(yi);
+    si.unroll(xi);
+    si.vectorize(iax[4]);
+    if (k.unroll_ib) si.unroll(rax[3]);
+    if (k.unroll_kw) si.unroll(rax[2]);
+    return;
+  }
+  auto [yo, yi] = so.split(ax[2], k.tile_oh);
+  auto [xo, xi] = so.split(ax[3], k.tile_ow);
+  so.reorder({ax[0], oo, yo, xo, oi, yi, xi, ax[4]});
+  so.parallel(so.fuse(so.fuse(ax[0], oo), yo));
+  // Unrolled so that the tile's indices are constants and the tile stays in registers.
+  so.unroll(oi);
+  so.unroll(yi);
+  so.unroll(xi);
+  so.vectorize(ax[4]);
+
+  si.compute_at(so, xo);
+  si.reorder({iax[0], rax[0], rax[1], rax[2], rax[3], iax[1], iax[2], iax[3], iax[4]});
+  si.unroll(iax[1]);
+  si.unroll(iax[2]);
+  si.unroll(iax[3]);
+  si.vectorize(iax[4]);
+  if (k.unroll_ib) si.unroll(rax[3]);
+  if (k.unroll_kw) si.unroll(rax[2]);
+}
+
+}  // namespace anvil::ops::deconv

@@ -1,0 +1,38 @@
+// What recurrent.cc (attributes, shapes, reference, registration) and recurrent_compute.cc
+// (tensor expressions and schedule) share: the parsed form of an lstm or gru node.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/ops/op.h"
+
+namespace anvil::ops::recurrent {
+
+// ONNX input positions; attribute 'present' says which of them the node's inputs are.
+enum Input : int { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP, kNumInputs };
+
+struct Rnn {
+  std::string op;  // "lstm" or "gru"
+  bool lstm = true;
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  int64_t gates = 4;  // 4 (lstm: i, o, f, c) or 3 (gru: z, r, h)
+  std::string direction = "forward";
+  // Position in the node's inputs of each ONNX input, -1 when absent.
+  int index[kNumInputs] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  std::optional<double> clip;
+  bool input_forget = false;         // lstm
+  bool linear_before_reset = false;  // gru
+  bool has(Input i) const { return index[i] >= 0; }
+  bool reversed(int64_t d) const { return direction == "reverse" || d == 1; }
+};
+
+// Validates attributes and input types; messages name the op and the attribute or input.
+Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs);
+
+std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>& in);
+void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target);
+
+}  // namespace anvil::ops::recurrent

@@ -1,0 +1,378 @@
+// The tensor expressions and the default x86 schedule of lstm and gru (see recurrent.cc for the
+// operators' interface). G = gates * H.
+//
+// Stages, named <op>_<role>[_d<direction>_t<time>]:
+//   wpack, xwacc, xw  the projection of every step, XW[d, t*batch + b, g] = sum_k X[t, b, k]
+//                     W[d, g, k] (+ the biases that do not depend on the step), one product with
+//                     M = seq*batch rows: over W packed into panels of 16 gate rows
+//                     ([dirs, G/16, I, 16]) when M >= 8, else in the dot form (as dense chooses)
+//   rpack             R packed likewise, once per call, when at least 8 steps (all directions)
+//                     multiply by it (gru with linear_before_reset = 0: rzpack holds the z and r
+//                     rows, rhpack the h rows, so that each product starts on a panel)
+//   per direction d and time t, in the order the direction visits them:
+//   gemv (partgemv)   acc[b, g] = sum_k h_prev[b, k] R[d, g, k]: over the packed R, else in the
+//                     dot form (partial-sum vectors along k); absent at the first step when there
+//                     is no initial_h (h_prev = 0)
+//   c, h              lstm: the cell state and the hidden state, every gate inlined into them
+//   rh, gemvh, h      gru: h alone (linear_before_reset = 1), or r (.) h_prev, its product with
+//                     R_h and h (linear_before_reset = 0)
+//   Y, Yh, Yc         the outputs: selects over the per-step h (and c) stages, folded to one load
+//                     each once the time and direction loops are unrolled
+//
+// Why pack R: the packing is a gather (about 650 us for 2600 x 650 here, 7 GEMV passes), but the
+// GEMV over panels streams 16-float rows with 8 accumulator vectors in flight and no horizontal
+// sums: for [1, 650] x [650, 2600], 73 us packed vs 86 us dot with R in the L3, and twice the dot
+// form's bandwidth once the weights leave the L3 (a model's several layers: 30 vs 15 GB/s at
+// 54 MB). On the LSTM language model's layer (seq 35, H 650, all in L3) the two are within 4%
+// (best of 40: 5.98 ms packed, 5.76 ms dot), so from 8 products on, R is packed for the
+// out-of-cache case.
+//
+// Schedule: every product follows dense's rule (recurrent_dense.h): the packed projection as a
+// register-tiled GEMM (6 x 2 vectors), the GEMV form with tile_m = batch and 8 accumulator
+// vectors (broadcast h[b, k], FMA into panel vectors, k outer and unrolled), the dot form with
+// 8 rows per block; blocks parallel when the product has at least 2^18 multiply-adds. The
+// packings are vectorized and parallel over panels when large. Element-wise stages are
+// vectorized over the hidden units; the outputs unroll time and direction and vectorize over the
+// hidden units. The unrolled steps make the kernel's code grow with seq: LLVM compiles the
+// seq 35, H 650 layer in about 6 s (0.16 s per step) on this machine when quiet.
+#include <functional>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/recurrent_common.h"
+#include "anvil/ops/recurrent_dense.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops::recurrent {
+
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kNb = kDefaultPanel;  // gate rows per packed panel
+// As dense: W is packed only for this many rows (seq*batch); fewer take the dot form.
+constexpr int kPackMinRows = 8;
+constexpr int kPackMinSteps = 8;            // products (steps x directions) that pay for packing R
+constexpr int64_t kDotLanes = 16;           // partial sums per dot product (one AVX-512 vector)
+constexpr int64_t kParallelWork = 1 << 18;  // elements or multiply-adds that pay for threads
+
+using VecFn = std::function<Expr(Expr, Expr)>;  // a [batch, H] operand, null when zero
+
+Expr sigmoid(Expr x) {
+  return Call::make(Intrinsic::kSigmoid, {std::move(x)});
+}
+Expr tanh_(Expr x) {
+  return Call::make(Intrinsic::kTanh, {std::move(x)});
+}
+
+struct Builder {
+  const Rnn& r;
+  const std::vector<te::Tensor>& in;
+  int S, N, I, H, G;
+  te::Tensor xw;
+
+  te::Tensor input(Input i) const { return in[static_cast<size_t>(r.index[i])]; }
+  std::string name(const std::string& role) const { return r.op + "_" + role; }
+  std::string name(const std::string& role, int d, int t) const {
+    return r.op + "_" + role + "_d" + std::to_string(d) + "_t" + std::to_string(t);
+  }
+  Expr clip(Expr v) const {
+    if (!r.clip) return v;
+    float c = static_cast<float>(*r.clip);
+    return min(max(v, Expr(-c)), Expr(c));
+  }
+
+  // The projection of every step, with the step-independent biases: W's always, R's except the
+  // gru's h row under linear_before_reset (it sits inside r (.) (...)). Packed W for enough rows
+  // (seq*batch >= kPackMinRows), else dot products along I, as dense chooses.
+  void project() {
+    te::Tensor X = input(kX), W = input(kW);
+    int n = N;
+    bool bias = r.has(kB);
+    std::string acc_name = name(bias ? "xwacc" : "xw");
+    int dirs = static_cast<int>(r.dirs);
+    te::Tensor acc;
+    if (S * N >= kPackMinRows) {
+      te::Tensor wp = pack_panels(W, kNb, 0, G, name("wpack"));
+      IterVar k = te::reduce_axis(I, "k");
+      int nb = static_cast<int>(kNb);
+      acc = te::compute(
+          {Expr(dirs), Expr(S * N), Expr(G)},
+          [&](Var d, Var m, Var g) {
+            return te::sum(X(floordiv(m, n), floormod(m, n), k->var) *
+                               wp(d, floordiv(g, nb), k->var, floormod(g, nb)),
+                           {k});
+          },
+          acc_name);
+    } else {
+      acc = dot(
+          {Expr(dirs), Expr(S * N), Expr(G)}, I,
+          [&](const std::vector<Var>& v, Expr k) {
+            return X(floordiv(v[1], n), floormod(v[1], n), k) * W(v[0], v[2], k);
+          },
+          acc_name);
+    }
+    if (!bias) {
+      xw = acc;
+      return;
+    }
+    te::Tensor B = input(kB);
+    int rb_rows = !r.lstm && r.linear_before_reset ? 2 * H : G;
+    xw = te::compute(
+        {Expr(dirs), Expr(S * N), Expr(G)},
+        [&](Var d, Var m, Var g) {
+          Expr rb = B(d, g + G);
+          if (rb_rows < G) rb = select(g < rb_rows, rb, 0.0f);
+          return acc(d, m, g) + B(d, g) + rb;
+        },
+        name("xw"));
+  }
+
+  // The dot form of a product with few rows (dense's dot path): rows of the weight are
+  // contiguous along k, so partial sums are vectors over k, summed at the end:
+  //   part[out.., kv] = sum_ko prod(out.., ko*16 + kv)   (k < K),  acc[out..] = sum_kv part
+  te::Tensor dot(std::vector<Expr> shape, int K,
+                 const std::function<Expr(const std::vector<Var>&, Expr)>& prod,
+                 const std::string& nm) const {
+    int lanes = static_cast<int>(kDotLanes);
+    IterVar ko = te::reduce_axis((K + lanes - 1) / lanes, "ko");
+    std::vector<Expr> pshape = shape;
+    pshape.push_back(Expr(lanes));
+    std::string part_name = nm;
+    part_name.insert(r.op.size() + 1, "part");  // <op>_part<role>...: the dot's partial sums
+    te::Tensor part = te::compute(
+        pshape,
+        [&](const std::vector<Var>& v) {
+          std::vector<Var> outer(v.begin(), v.end() - 1);
+          Expr k = ko->var * lanes + v.back();
+          Expr e = prod(outer, k);
+          return K % lanes != 0 ? te::sum(e, {ko}, k < K) : te::sum(e, {ko});
+        },
+        part_name);
+    IterVar kv = te::reduce_axis(lanes, "kv");
+    return te::compute(
+        shape,
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> idx(v.begin(), v.end());
+          idx.push_back(kv->var);
+          return te::sum(part(idx), {kv});
+        },
+        nm);
+  }
+
+  // acc[b, g] = sum_k v(b, k) * R[d, row0 + g, k] over `rows` gate rows (h_prev R^T): the GEMV
+  // form over `packed` (R's rows row0.. packed into panels) when given, else the dot form.
+  te::Tensor gemv(const VecFn& v, const te::Tensor& R, const te::Tensor& packed, int row0, int rows,
+                  int d, const std::string& nm) const {
+    if (!packed.get()) {
+      return dot(
+          {Expr(N), Expr(rows)}, H,
+          [&](const std::vector<Var>& o, Expr k) { return v(o[0], k) * R(d, o[1] + row0, k); }, nm);
+    }
+    IterVar k = te::reduce_axis(H, "k");
+    int nb = static_cast<int>(kNb);
+    return te::compute(
+        {Expr(N), Expr(rows)},
+        [&](Var b, Var g) {
+          return te::sum(v(b, k->var) * packed(d, floordiv(g, nb), k->var, floormod(g, nb)), {k});
+        },
+        nm);
+  }
+
+  // XW of gate row q*H + j at time t, plus the recurrent product's row when there is one.
+  Expr pre(int d, int t, int q, const te::Tensor& acc, Expr b, Expr j, int acc_row0 = -1) const {
+    Expr v = xw(d, b + t * N, j + q * H);
+    if (acc.get()) v = v + acc(b, j + (acc_row0 < 0 ? q * H : acc_row0));
+    return v;
+  }
+};
+
+}  // namespace
+
+std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>& in) {
+  Builder bl{r,
+             in,
+             static_cast<int>(r.seq),
+             static_cast<int>(r.batch),
+             static_cast<int>(r.input),
+             static_cast<int>(r.hidden),
+             static_cast<int>(r.gates * r.hidden),
+             te::Tensor()};
+  int S = bl.S, N = bl.N, H = bl.H, G = bl.G;
+  bl.project();
+  bool lbr0 = !r.lstm && !r.linear_before_reset;
+  te::Tensor R = in[static_cast<size_t>(r.index[kR])];
+  // R packed into panels once per call when enough steps read it (see the header).
+  int products = (S - (r.has(kInitialH) ? 0 : 1)) * static_cast<int>(r.dirs);
+  te::Tensor rpack, rhpack;
+  if (products >= kPackMinSteps) {
+    rpack = pack_panels(R, kNb, 0, lbr0 ? 2 * H : G, bl.name(lbr0 ? "rzpack" : "rpack"));
+    if (lbr0) rhpack = pack_panels(R, kNb, 2 * H, H, bl.name("rhpack"));
+  }
+  te::Tensor P = r.has(kP) ? bl.input(kP) : te::Tensor();
+  te::Tensor B = r.has(kB) ? bl.input(kB) : te::Tensor();
+
+  int dirs = static_cast<int>(r.dirs);
+  std::vector<std::vector<te::Tensor>> hs(static_cast<size_t>(dirs)), cs(hs);
+  for (int d = 0; d < dirs; ++d) {
+    hs[static_cast<size_t>(d)].resize(static_cast<size_t>(S));
+    cs[static_cast<size_t>(d)].resize(static_cast<size_t>(S));
+    VecFn hprev, cprev;
+    if (r.has(kInitialH)) {
+      te::Tensor h0 = bl.input(kInitialH);
+      hprev = [h0, d](Expr b, Expr j) { return h0(d, b, j); };
+    }
+    if (r.has(kInitialC)) {
+      te::Tensor c0 = bl.input(kInitialC);
+      cprev = [c0, d](Expr b, Expr j) { return c0(d, b, j); };
+    }
+    for (int step = 0; step < S; ++step) {
+      int t = r.reversed(d) ? S - 1 - step : step;
+      te::Tensor acc;
+      if (hprev) acc = bl.gemv(hprev, R, rpack, 0, lbr0 ? 2 * H : G, d, bl.name("gemv", d, t));
+      te::Tensor h;
+      if (r.lstm) {
+        te::Tensor c = te::compute(
+            {Expr(N), Expr(H)},
+            [&](Var b, Var j) {
+              Expr cp = cprev ? cprev(b, j) : Expr();
+              Expr ip = bl.pre(d, t, 0, acc, b, j);
+              if (P.get() && cp.defined()) ip = ip + P(d, j) * cp;
+              Expr i = sigmoid(bl.clip(ip));
+              Expr next = i * tanh_(bl.clip(bl.pre(d, t, 3, acc, b, j)));
+              if (!cp.defined()) return next;
+              Expr f;
+              if (r.input_forget) {
+                f = Expr(1.0f) - i;
+              } else {
+                Expr fp = bl.pre(d, t, 2, acc, b, j);
+                if (P.get()) fp = fp + P(d, j + 2 * H) * cp;
+                f = sigmoid(bl.clip(fp));
+              }
+              return f * cp + next;
+            },
+            bl.name("c", d, t));
+        h = te::compute(
+            {Expr(N), Expr(H)},
+            [&](Var b, Var j) {
+              Expr op = bl.pre(d, t, 1, acc, b, j);
+              if (P.get()) op = op + P(d, j + H) * c(b, j);
+              return sigmoid(bl.clip(op)) * tanh_(c(b, j));
+            },
+            bl.name("h", d, t));
+        cs[static_cast<size_t>(d)][static_cast<size_t>(t)] = c;
+        cprev = [c](Expr b, Expr j) { return c(b, j); };
+      } else {
+        te::Tensor acch;
+        if (lbr0 && hprev) {
+          te::Tensor rh = te::compute(
+              {Expr(N), Expr(H)},
+              [&](Var b, Var j) {
+                return sigmoid(bl.clip(bl.pre(d, t, 1, acc, b, j))) * hprev(b, j);
+              },
+              bl.name("rh", d, t));
+          acch = bl.gemv([rh](Expr b, Expr j) { return rh(b, j); }, R, rhpack, 2 * H, H, d,
+                         bl.name("gemvh", d, t));
+        }
+        h = te::compute(
+            {Expr(N), Expr(H)},
+            [&](Var b, Var j) {
+              Expr z = sigmoid(bl.clip(bl.pre(d, t, 0, acc, b, j)));
+              Expr cand;
+              if (lbr0) {
+                cand = bl.pre(d, t, 2, acch, b, j, 0);
+              } else {
+                Expr lin = acc.get() ? acc(b, j + 2 * H) : Expr();
+                if (B.get()) {
+                  Expr rbh = B(d, j + (G + 2 * H));
+                  lin = lin.defined() ? lin + rbh : rbh;
+                }
+                cand = bl.pre(d, t, 2, te::Tensor(), b, j);
+                if (lin.defined()) {
+                  Expr rg = sigmoid(bl.clip(bl.pre(d, t, 1, acc, b, j)));
+                  cand = cand + rg * lin;
+                }
+              }
+              Expr next = (Expr(1.0f) - z) * tanh_(bl.clip(cand));
+              return hprev ? next + z * hprev(b, j) : next;
+            },
+            bl.name("h", d, t));
+      }
+      hs[static_cast<size_t>(d)][static_cast<size_t>(t)] = h;
+      hprev = [h](Expr b, Expr j) { return h(b, j); };
+    }
+  }
+
+  // The outputs select among the per-step stages.
+  auto pick = [&](const std::vector<std::vector<te::Tensor>>& st, Expr t, Expr d, Expr b, Expr j,
+                  bool last) {
+    Expr e;
+    for (int dd = dirs - 1; dd >= 0; --dd) {
+      const std::vector<te::Tensor>& v = st[static_cast<size_t>(dd)];
+      Expr ed;
+      if (last) {
+        ed = v[static_cast<size_t>(r.reversed(dd) ? 0 : S - 1)](b, j);
+      } else {
+        ed = v[static_cast<size_t>(S - 1)](b, j);
+        for (int tt = S - 2; tt >= 0; --tt)
+          ed = select(t == tt, v[static_cast<size_t>(tt)](b, j), ed);
+      }
+      e = e.defined() ? select(d == dd, ed, e) : ed;
+    }
+    return e;
+  };
+  std::vector<te::Tensor> outs;
+  outs.push_back(te::compute(
+      {Expr(S), Expr(dirs), Expr(N), Expr(H)},
+      [&](Var t, Var d, Var b, Var j) { return pick(hs, t, d, b, j, false); }, bl.name("Y")));
+  outs.push_back(te::compute(
+      {Expr(dirs), Expr(N), Expr(H)},
+      [&](Var d, Var b, Var j) { return pick(hs, Expr(), d, b, j, true); }, bl.name("Yh")));
+  if (r.lstm) {
+    outs.push_back(te::compute(
+        {Expr(dirs), Expr(N), Expr(H)},
+        [&](Var d, Var b, Var j) { return pick(cs, Expr(), d, b, j, true); }, bl.name("Yc")));
+  }
+  return outs;
+}
+
+void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target) {
+  int64_t lanes = target.vector_lanes_f32();
+  std::vector<te::Tensor> stages;
+  for (const te::Stage& st : s.stages()) stages.push_back(st.tensor());
+  auto vectorize_last = [&](te::Stage st) {
+    std::vector<IterVar> ax = st.axis();
+    auto [jo, ji] = st.split(ax.back(), lanes);
+    st.vectorize(ji);
+    (void)jo;
+  };
+  for (const te::Tensor& t : stages) {
+    if (!t.is_compute()) continue;
+    const std::string& n = t.name();
+    ANVIL_ICHECK(n.rfind(op + "_", 0) == 0, op, " schedule: unexpected stage '", n, "'");
+    std::string role = n.substr(op.size() + 1);
+    role = role.substr(0, role.find('_'));
+    std::vector<int64_t> shape = shape_of(t);
+    int64_t elems = 1;
+    for (int64_t e : shape) elems *= e;
+    if (role == "wpack" || role == "rpack" || role == "rzpack" || role == "rhpack") {
+      schedule_pack_panels_x86(s, t, target, elems >= kParallelWork);
+    } else if (role == "xw" || role == "gemv" || role == "gemvh") {
+      schedule_panel_product_x86(op, s, t, kNb, target, {});
+    } else if (role == "c" || role == "h" || role == "rh") {
+      vectorize_last(s[t]);
+    } else if (role == "Y" || role == "Yh" || role == "Yc") {
+      // Unrolled time and direction loops fold the selects to one load each.
+      te::Stage st = s[t];
+      std::vector<IterVar> ax = st.axis();
+      st.unroll(ax[0]);
+      if (role == "Y") st.unroll(ax[1]);
+      vectorize_last(st);
+    } else {
+      // Scheduled with their products.
+      ANVIL_ICHECK(role == "xwacc" || role.rfind("part", 0) == 0, op,
+                   " schedule: unexpected stage '", n, "'");
+    }
+  }
+}
+
+}  // namespace anvil::ops::recurrent

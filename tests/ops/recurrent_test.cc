@@ -1,0 +1,293 @@
+// lstm and gru against their double-precision references (naive loops from the ONNX
+// equations): every direction, with and without each optional input, clip, input_forget,
+// linear_before_reset 0/1, batch 1 and 3, odd hidden sizes, seq_length 1 and 7, a shape large
+// enough for the parallel products, and the errors.
+//
+// Tolerance: inputs are uniform in [-0.6, 0.6]; each step's pre-activations are sums of I + H
+// float32 products, and the gates are contractions (|sigmoid'| <= 1/4, |tanh'| <= 1), so the
+// float32 error stays within a small multiple of one step's: 1e-4 * sqrt(I + H) (1 + |want|).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops_testing.h"
+#include "testing/errors.h"
+
+namespace anvil::ops {
+namespace {
+
+using ir::DataType;
+using ops_testing::check_op;
+using ops_testing::CheckOptions;
+
+const DataType f32 = DataType::Float32();
+
+struct Case {
+  std::string op = "lstm";
+  std::string direction = "forward";
+  int64_t seq = 3, batch = 1, input = 6, hidden = 5;
+  bool bias = true, h0 = false, c0 = false, peep = false;
+  double clip = 0;  // 0: none
+  int64_t input_forget = 0, linear_before_reset = 0;
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream o;
+  o << c.op << " " << c.direction << " seq=" << c.seq << " batch=" << c.batch
+    << " input=" << c.input << " hidden=" << c.hidden << " B=" << c.bias << " h0=" << c.h0
+    << " c0=" << c.c0 << " P=" << c.peep << " clip=" << c.clip << " input_forget=" << c.input_forget
+    << " lbr=" << c.linear_before_reset;
+  return o.str();
+}
+
+void check(const Case& c, uint32_t seed = 1) {
+  SCOPED_TRACE(describe(c));
+  bool lstm = c.op == "lstm";
+  int64_t dirs = c.direction == "bidirectional" ? 2 : 1, G = (lstm ? 4 : 3) * c.hidden;
+  std::vector<TensorType> types = {
+      {{c.seq, c.batch, c.input}, f32}, {{dirs, G, c.input}, f32}, {{dirs, G, c.hidden}, f32}};
+  std::vector<int64_t> present = {1, 1, 1, c.bias, 0, c.h0};
+  if (c.bias) types.push_back({{dirs, 2 * G}, f32});
+  if (c.h0) types.push_back({{dirs, c.batch, c.hidden}, f32});
+  if (lstm) {
+    present.push_back(c.c0);
+    present.push_back(c.peep);
+    if (c.c0) types.push_back({{dirs, c.batch, c.hidden}, f32});
+    if (c.peep) types.push_back({{dirs, 3 * c.hidden}, f32});
+  }
+  Attrs attrs(c.op, {{"hidden_size", c.hidden}, {"direction", c.direction}, {"present", present}});
+  if (c.clip > 0) attrs.set("clip", c.clip);
+  if (lstm) {
+    attrs.set("input_forget", c.input_forget);
+  } else {
+    attrs.set("linear_before_reset", c.linear_before_reset);
+  }
+  CheckOptions o;
+  o.tol = 1e-4 * std::sqrt(static_cast<double>(c.input + c.hidden));
+  o.lo = -0.6;
+  o.hi = 0.6;
+  o.seed = seed;
+  check_op(c.op, types, attrs, o);
+}
+
+// Per direction: seq 7 (one direction) or 3 (both), batch 3 with hidden 5 and bias, batch 1
+// with hidden 17 and no bias.
+std::vector<Case> direction_cases(const std::string& op, int64_t lbr) {
+  std::vector<Case> cases;
+  for (const char* dir : {"forward", "reverse", "bidirectional"}) {
+    Case c;
+    c.op = op;
+    c.linear_before_reset = lbr;
+    c.direction = dir;
+    c.seq = c.direction == "bidirectional" ? 3 : 7;
+    c.batch = 3;
+    cases.push_back(c);
+    c.batch = 1;
+    c.hidden = 17;
+    c.bias = false;
+    c.h0 = op == "gru";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(Lstm, EveryDirection) {
+  uint32_t seed = 1;
+  for (const Case& c : direction_cases("lstm", 0)) check(c, seed++);
+}
+
+TEST(Lstm, InitialStatesAndPeepholes) {
+  uint32_t seed = 10;
+  for (const char* dir : {"forward", "bidirectional"}) {
+    Case c;
+    c.direction = dir;
+    c.batch = c.direction == "forward" ? 3 : 1;
+    c.hidden = 17;
+    c.h0 = true;
+    check(c, seed++);  // initial_h only: c starts at zero
+    c.c0 = c.peep = true;
+    check(c, seed++);
+    c.h0 = false;  // peepholes against initial_c with no initial_h
+    check(c, seed++);
+  }
+}
+
+TEST(Lstm, ClipAndInputForget) {
+  Case c;
+  c.clip = 0.3;
+  c.h0 = c.c0 = true;
+  check(c, 20);
+  c.clip = 0;
+  c.input_forget = 1;
+  c.direction = "reverse";
+  check(c, 21);
+  c.clip = 0.5;
+  c.peep = true;
+  c.direction = "bidirectional";
+  check(c, 22);
+}
+
+TEST(Lstm, SingleStep) {
+  Case c;
+  c.seq = 1;
+  c.batch = 1;
+  check(c, 30);  // no recurrent product at all
+  c.h0 = c.c0 = true;
+  c.direction = "bidirectional";
+  check(c, 31);
+}
+
+TEST(Lstm, ParallelProducts) {
+  // 4H * H >= 2^18 multiply-adds: the recurrent product runs its gate-row blocks in parallel;
+  // seq * batch >= 8: the projection takes the register-tiled GEMM; 8 products in all: R is
+  // packed (in parallel) and the steps take the GEMV form.
+  Case c;
+  c.seq = 4;
+  c.batch = 2;
+  c.input = 40;
+  c.hidden = 259;
+  c.h0 = true;
+  c.direction = "bidirectional";
+  check(c, 40);
+}
+
+TEST(Gru, EveryDirectionBothResets) {
+  uint32_t seed = 50;
+  for (int64_t lbr : {0, 1}) {
+    for (const Case& c : direction_cases("gru", lbr)) {
+      // linear_before_reset = 1 shares all but the h row: batch 3 once is enough.
+      if (lbr == 1 && c.batch == 3 && c.direction != "forward") continue;
+      check(c, seed++);
+    }
+  }
+}
+
+TEST(Gru, ClipInitialStateAndSingleStep) {
+  uint32_t seed = 70;
+  for (int64_t lbr : {0, 1}) {
+    Case c;
+    c.op = "gru";
+    c.linear_before_reset = lbr;
+    c.clip = 0.4;
+    c.h0 = true;
+    check(c, seed++);
+    c.clip = 0;
+    c.seq = 1;
+    c.h0 = false;
+    check(c, seed++);  // no recurrent product; the reset gate still scales R's h bias
+    c.h0 = true;
+    c.direction = "bidirectional";
+    check(c, seed++);
+  }
+}
+
+TEST(Gru, PackedRecurrentWeights) {
+  // 8 products in all (4 steps, 2 directions, initial_h): R is packed, the z and r rows apart
+  // from the h rows when linear_before_reset = 0.
+  uint32_t seed = 90;
+  for (int64_t lbr : {0, 1}) {
+    Case c;
+    c.op = "gru";
+    c.linear_before_reset = lbr;
+    c.direction = "bidirectional";
+    c.seq = 4;
+    c.batch = 2;
+    c.hidden = 17;
+    c.h0 = true;
+    check(c, seed++);
+  }
+}
+
+TEST(Gru, ParallelProducts) {
+  Case c;
+  c.op = "gru";
+  c.seq = 3;
+  c.batch = 3;
+  c.input = 30;
+  c.hidden = 300;
+  c.h0 = true;
+  check(c, 80);  // the dot form of the steps' products
+  c.seq = 8;
+  c.batch = 1;
+  c.hidden = 280;
+  c.linear_before_reset = 1;
+  check(c, 81);  // packed R, the GEMV form
+}
+
+TEST(Recurrent, PresentDefaultsToLeadingInputs) {
+  // Without 'present' the inputs are the leading ONNX inputs: X, W, R, B.
+  std::vector<TensorType> types = {
+      {{2, 1, 3}, f32}, {{1, 16, 3}, f32}, {{1, 16, 4}, f32}, {{1, 32}, f32}};
+  Attrs attrs("lstm", {{"hidden_size", int64_t{4}}});
+  std::vector<TensorType> out = lookup("lstm").infer(types, attrs);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].shape, (std::vector<int64_t>{2, 1, 1, 4}));
+  EXPECT_EQ(out[1].shape, (std::vector<int64_t>{1, 1, 4}));
+  EXPECT_EQ(out[2].shape, (std::vector<int64_t>{1, 1, 4}));
+  CheckOptions o;
+  o.tol = 1e-4;
+  check_op("lstm", types, attrs, o);
+  EXPECT_EQ(lookup("lstm").pattern, Pattern::kOpaque);
+  EXPECT_EQ(lookup("gru").pattern, Pattern::kOpaque);
+}
+
+TEST(RecurrentErrors, AttributesAndShapes) {
+  std::vector<TensorType> lstm_in = {{{2, 1, 3}, f32}, {{1, 16, 3}, f32}, {{1, 16, 4}, f32}};
+  auto expect = [](const std::string& op, const std::vector<TensorType>& in,
+                   std::map<std::string, AttrValue> a, const std::string& want) {
+    std::string msg = testing::user_error([&] { lookup(op).infer(in, Attrs(op, a)); });
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  };
+  AttrValue h4 = int64_t{4};
+  expect("lstm", lstm_in, {}, "lstm: attribute 'hidden_size' is required");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"direction", std::string("sideways")}},
+         "lstm: attribute 'direction' must be forward, reverse or bidirectional, not 'sideways'");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"activations", std::string("Sigmoid,Relu,Tanh")}},
+         "lstm: attribute 'activations' 'Sigmoid,Relu,Tanh' is not supported");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"activation_alpha", std::vector<double>{1}}},
+         "lstm: attribute 'activation_alpha' is not supported");
+  expect("lstm", lstm_in, {{"hidden_size", int64_t{5}}},
+         "lstm: input 'W' must have shape [1, 20, 3] (hidden_size 5, input_size of X), got "
+         "[1, 16, 3]");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"direction", std::string("bidirectional")}},
+         "lstm: input 'W' must have shape [2, 16, 3]");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"input_forget", int64_t{2}}},
+         "lstm: attribute 'input_forget' must be 0 or 1, not 2");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"layout", int64_t{1}}},
+         "lstm: attribute 'layout' must be 0");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"clip", -1.0}},
+         "lstm: attribute 'clip' must be positive");
+  std::vector<TensorType> with_lens = lstm_in;
+  with_lens.push_back({{1}, DataType::Int32()});
+  expect("lstm", with_lens, {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 1, 1, 0, 1}}},
+         "lstm: input 'sequence_lens' is not supported");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 1, 1, 1}}},
+         "lstm: attribute 'present' names 4 inputs, but the node has 3");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 0, 1, 1}}},
+         "lstm: input 'W' is required");
+  std::vector<TensorType> bad_h0 = lstm_in;
+  bad_h0.push_back({{1, 2, 4}, f32});
+  expect("lstm", bad_h0, {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 1, 1, 0, 0, 1}}},
+         "lstm: input 'initial_h' must have shape [1, 1, 4] (hidden_size 4, batch of X), got "
+         "[1, 2, 4]");
+  expect("lstm", {{{2, 3}, f32}, {{1, 16, 3}, f32}, {{1, 16, 4}, f32}}, {{"hidden_size", h4}},
+         "lstm: input 'X' must have rank 3 [seq_length, batch, input_size], got [2, 3]");
+  std::vector<TensorType> gru_in = {{{2, 1, 3}, f32}, {{1, 12, 3}, f32}, {{1, 12, 4}, f32}};
+  expect("gru", gru_in, {{"hidden_size", h4}, {"linear_before_reset", int64_t{3}}},
+         "gru: attribute 'linear_before_reset' must be 0 or 1, not 3");
+  expect("gru", gru_in, {{"hidden_size", h4}, {"activations", std::string("Tanh,Tanh")}},
+         "gru: attribute 'activations' 'Tanh,Tanh' is not supported: only the defaults "
+         "(sigmoid,tanh) are");
+  expect("gru", gru_in,
+         {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 1, 1, 0, 0, 0, 1}}},
+         "gru: attribute 'present' has 7 entries, but gru has 6 inputs");
+  // The defaults, spelled out, are accepted.
+  EXPECT_EQ(lookup("gru")
+                .infer(gru_in, Attrs("gru", {{"hidden_size", h4},
+                                             {"activations", std::string("Sigmoid, Tanh")}}))
+                .size(),
+            2u);
+}
+
+}  // namespace
+}  // namespace anvil::ops
