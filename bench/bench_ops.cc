@@ -17,7 +17,8 @@
 // 0.05 s) of all benchmarks are interleaved (Google Benchmark's random interleaving); medians are
 // reported, with Anvil's GFLOP/s (2 * multiply-adds of the useful computation, so a Winograd
 // kernel can pass the peak) and its fraction of the FMA peak measured in this binary (x threads),
-// then per thread count the geometric mean and the minimum of the speedups (oneDNN ms / Anvil ms).
+// then per thread count the geometric mean and the minimum of the speedups (oneDNN ms / Anvil ms),
+// over the layers and over their perturbed twins separately.
 // The fastest repetition of each side is reported beside the median: the machine is shared, and
 // the fastest is what a kernel does when it has the cores to itself.
 //
@@ -546,9 +547,10 @@ int main(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     prepare(*e, opt, target);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("prepared %-32s %-40s %s (%.1f s)%s%s\n", e->layer.name.c_str(),
-                e->layer.describe().c_str(), e->anvil ? e->anvil->op.c_str() : "-", s,
-                e->note.empty() ? "" : "\n  NOTE: ", e->note.c_str());
+    std::string dnnl_impl = e->onednn.empty() ? "-" : e->onednn.begin()->second->implementation();
+    std::printf("prepared %-32s %-40s %s | onednn %s (%.1f s)%s%s\n", e->layer.name.c_str(),
+                e->layer.describe().c_str(), e->anvil ? e->anvil->op.c_str() : "-",
+                dnnl_impl.c_str(), s, e->note.empty() ? "" : "\n  NOTE: ", e->note.c_str());
     std::fflush(stdout);
   }
 
@@ -603,7 +605,9 @@ int main(int argc, char** argv) {
     double min = INFINITY;
     std::string min_name;
   };
-  std::map<int, Stats> stats;
+  // By (perturbed, threads): the bars are per thread count, on the layers as given and on
+  // their perturbed twins separately.
+  std::map<std::pair<bool, int>, Stats> stats;
   for (const Layer& l : layers) {
     const Entry& e = *of_layer[l.name];
     if (!e.note.empty()) mismatch = true;
@@ -645,7 +649,9 @@ int main(int argc, char** argv) {
                       first ? "" : ",", l.name.c_str(), t, anvil_ms, dnnl_ms, speedup, gflops,
                       fraction, anvil_best, dnnl_best, contended ? "true" : "false",
                       json_escape(op).c_str());
-        Stats& s = stats[t];
+        bool perturbed =
+            l.name.size() > 10 && l.name.compare(l.name.size() - 10, 10, "_perturbed") == 0;
+        Stats& s = stats[{perturbed, t}];
         s.contended += contended ? 1 : 0;
         s.log_sum += std::log(speedup);
         s.log_sum_best += std::log(best_speedup);
@@ -661,12 +667,12 @@ int main(int argc, char** argv) {
   }
   json += "\n]}\n";
   std::printf("\n");
-  for (auto& [t, s] : stats) {
+  for (auto& [key, s] : stats) {
     std::printf(
-        "threads %d: geometric mean speedup %.3f over %d layers, minimum %.3f (%s); fastest "
+        "%s, threads %d: geometric mean speedup %.3f over %d layers, minimum %.3f (%s); fastest "
         "repetitions: geometric mean speedup %.3f\n",
-        t, std::exp(s.log_sum / s.count), s.count, s.min, s.min_name.c_str(),
-        std::exp(s.log_sum_best / s.count));
+        key.first ? "perturbed" : "layers", key.second, std::exp(s.log_sum / s.count), s.count,
+        s.min, s.min_name.c_str(), std::exp(s.log_sum_best / s.count));
     if (s.contended > 0) {
       std::printf(
           "  warning: %d of these rows have a median above twice the fastest repetition (the "

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <dnnl.hpp>
 #include <stdexcept>
@@ -97,15 +99,57 @@ OnednnLayer::OnednnLayer(const Layer& l, int threads, const std::vector<float>& 
     s.dst = memory(pd.dst_desc(), s.engine);
     s.impl = pd.impl_info_str();
   } else {
-    dnnl::convolution_forward::desc d(fwd, dnnl::algorithm::convolution_direct, src_any, w_any,
-                                      dst_any, strides, pads, pads);
-    dnnl::convolution_forward::primitive_desc pd(d, s.engine);
-    s.primitive = dnnl::convolution_forward(pd);
-    s.src = reordered(x, src_plain, pd.src_desc(), s.engine, s.stream);
-    s.weights = reordered(w, w_plain, pd.weights_desc(), s.engine, s.stream);
-    s.dst = memory(pd.dst_desc(), s.engine);
-    s.impl = pd.impl_info_str();
+    // Direct, and for 3x3 stride-1 layers also oneDNN's Winograd where it has one for this
+    // machine: the faster of the two is the baseline (the Anvil side may use Winograd too).
+    auto build = [&](dnnl::algorithm algorithm) {
+      dnnl::convolution_forward::desc d(fwd, algorithm, src_any, w_any, dst_any, strides, pads,
+                                        pads);
+      dnnl::convolution_forward::primitive_desc pd(d, s.engine);
+      s.primitive = dnnl::convolution_forward(pd);
+      s.src = reordered(x, src_plain, pd.src_desc(), s.engine, s.stream);
+      s.weights = reordered(w, w_plain, pd.weights_desc(), s.engine, s.stream);
+      s.dst = memory(pd.dst_desc(), s.engine);
+      s.impl = pd.impl_info_str();
+    };
+    build(dnnl::algorithm::convolution_direct);
+    bool winograd_shape = l.kind == LayerKind::kConv && l.kh == 3 && l.kw == 3 && l.stride == 1;
+    if (winograd_shape) {
+      double direct_ms = median_ms();
+      State direct_state;
+      std::swap(direct_state.primitive, s.primitive);
+      std::swap(direct_state.src, s.src);
+      std::swap(direct_state.weights, s.weights);
+      std::swap(direct_state.dst, s.dst);
+      std::swap(direct_state.impl, s.impl);
+      bool keep_winograd = false;
+      try {
+        build(dnnl::algorithm::convolution_winograd);
+        keep_winograd = median_ms() < direct_ms;
+      } catch (const dnnl::error&) {
+        // No Winograd implementation for this shape or machine.
+      }
+      if (!keep_winograd) {
+        std::swap(direct_state.primitive, s.primitive);
+        std::swap(direct_state.src, s.src);
+        std::swap(direct_state.weights, s.weights);
+        std::swap(direct_state.dst, s.dst);
+        std::swap(direct_state.impl, s.impl);
+      }
+    }
   }
+}
+
+double OnednnLayer::median_ms() {
+  std::vector<double> ms;
+  run();
+  for (int i = 0; i < 15; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + 7, ms.end());
+  return ms[7];
 }
 
 OnednnLayer::~OnednnLayer() = default;

@@ -1,5 +1,6 @@
 // The oneDNN side of bench_ops: one layer as oneDNN's primitive on the layouts it prefers
-// (format_tag::any), inference, f32, no bias. Source and weights are reordered into those layouts
+// (format_tag::any), inference, f32, no bias; 3x3 stride-1 convolutions take the faster of
+// oneDNN's direct and Winograd algorithms. Source and weights are reordered into those layouts
 // once, when the layer is prepared; run() is the primitive alone.
 //
 // Debian's libdnnl 2.6 runs on GNU OpenMP (DNNL_CPU_RUNTIME == OMP, libgomp), so its thread count
@@ -34,6 +35,8 @@ class OnednnLayer {
   int threads() const { return threads_; }
 
  private:
+  double median_ms();  // of a few runs: picks between oneDNN's algorithms
+
   struct State;
   std::unique_ptr<State> state_;
   int threads_;
