@@ -168,6 +168,17 @@ int64_t knob(const Config& config, const std::string& name, int64_t fallback) {
   return it == config.end() ? fallback : it->second;
 }
 
+DLDataType to_dlpack(ir::DataType t) {
+  return DLDataType{static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bytes() * 8),
+                    static_cast<uint16_t>(t.lanes())};
+}
+
+ir::DataType from_dlpack(DLDataType t) {
+  auto code = static_cast<ir::DataType::Code>(t.code);
+  if (code == ir::DataType::Code::kBool) return ir::DataType::Bool(t.lanes);
+  return ir::DataType(code, t.bits, t.lanes);
+}
+
 std::string list_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);

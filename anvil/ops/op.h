@@ -109,6 +109,10 @@ std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape);
 std::vector<int64_t> shape_of(const te::Tensor& t);
 // The value of knob `name` in `config`, or `fallback`.
 int64_t knob(const Config& config, const std::string& name, int64_t fallback);
+// Between IR scalar types and DLPack's (bool is stored as one byte, code 6, as DLPack 0.8 has
+// it; DLPack 0.6's header has no kDLBool).
+DLDataType to_dlpack(ir::DataType t);
+ir::DataType from_dlpack(DLDataType t);
 // "[1, 2, 3]": lists in error messages.
 std::string list_str(const std::vector<int64_t>& v);
 // Integer-list attribute `name` of operator `op`: exactly n values, each at least min_value (`what`
