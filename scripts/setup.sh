@@ -10,6 +10,8 @@ packages=(
   llvm-15-dev libdlpack-dev libomp-14-dev
   libopenblas-dev   # the GEMM benchmark's baseline
   libdnnl-dev ocl-icd-opencl-dev  # bench_ops' baseline (its CMake config requires OpenCL)
+  libonnx-dev libprotobuf-dev protobuf-compiler  # the ONNX importer
+  libonnx-testdata  # its conformance test (the ONNX backend node tests)
 )
 
 missing=()

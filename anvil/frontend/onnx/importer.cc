@@ -1,0 +1,405 @@
+// The ONNX importer's frame: parsing, tensors, inputs and initializers, the node loop and the
+// unsupported-op report. The op mappings are in ops_map.cc.
+#include "anvil/frontend/onnx/importer.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "anvil/frontend/onnx/importer_internal.h"
+#include "anvil/support/error.h"
+
+namespace anvil::frontend {
+
+namespace onnx_detail {
+
+using ir::DataType;
+
+ir::DataType onnx_dtype(int32_t code, const std::string& what) {
+  switch (code) {
+    case ::onnx::TensorProto::FLOAT:
+      return DataType::Float32();
+    case ::onnx::TensorProto::INT32:
+      return DataType::Int32();
+    case ::onnx::TensorProto::INT64:
+      return DataType::Int64();
+    case ::onnx::TensorProto::BOOL:
+      return DataType::Bool();
+    default:
+      break;
+  }
+  std::string name =
+      ::onnx::TensorProto::DataType_IsValid(code)
+          ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(code))
+          : std::to_string(code);
+  throw Error(str(what, " has element type ", name,
+                  ", which is not supported (float32, int32, int64 and bool are)"));
+}
+
+runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what) {
+  DataType dt = onnx_dtype(t.data_type(), what);
+  ANVIL_CHECK(t.data_location() != ::onnx::TensorProto::EXTERNAL, what,
+              " keeps its data in an external file, which is not supported");
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    ANVIL_CHECK(d >= 0, what, " has a negative dimension ", ops::list_str(shape));
+    n *= d;
+  }
+  runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(dt), true);
+  size_t elem = dt.is_bool() ? 1 : static_cast<size_t>(dt.bits() / 8);
+  if (t.has_raw_data()) {
+    ANVIL_CHECK(t.raw_data().size() == static_cast<size_t>(n) * elem, what, " has ",
+                t.raw_data().size(), " bytes of raw data, but ", ops::list_str(shape), " ", dt,
+                " needs ", static_cast<size_t>(n) * elem);
+    if (n > 0) std::memcpy(a.data(), t.raw_data().data(), t.raw_data().size());
+    return a;
+  }
+  auto check_count = [&](int64_t got) {
+    ANVIL_CHECK(got == n, what, " has ", got, " values, but its shape ", ops::list_str(shape),
+                " holds ", n);
+  };
+  if (dt == DataType::Float32()) {
+    check_count(t.float_data_size());
+    for (int64_t i = 0; i < n; ++i) a.data_as<float>()[i] = t.float_data(static_cast<int>(i));
+  } else if (dt == DataType::Int64()) {
+    check_count(t.int64_data_size());
+    for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = t.int64_data(static_cast<int>(i));
+  } else if (dt == DataType::Int32()) {
+    check_count(t.int32_data_size());
+    for (int64_t i = 0; i < n; ++i) a.data_as<int32_t>()[i] = t.int32_data(static_cast<int>(i));
+  } else {  // bool: int32_data
+    check_count(t.int32_data_size());
+    for (int64_t i = 0; i < n; ++i)
+      a.data_as<uint8_t>()[i] = t.int32_data(static_cast<int>(i)) != 0;
+  }
+  return a;
+}
+
+// ---- Ctx
+
+bool Ctx::has_in(int i) const {
+  return i < node_->input_size() && !node_->input(i).empty();
+}
+
+ValueId Ctx::in(int i) const {
+  ANVIL_CHECK(has_in(i), "input ", i, " is missing");
+  auto it = env.find(node_->input(i));
+  ANVIL_CHECK(it != env.end(), "input ", i, " '", node_->input(i),
+              "' is not defined by an earlier node, an initializer or a graph input");
+  return it->second;
+}
+
+const runtime::NDArray& Ctx::const_in(int i, const char* what) const {
+  ValueId v = in(i);
+  ANVIL_CHECK(is_const(v), "input ", i, " (", what, ") '", node_->input(i),
+              "' must be a compile-time constant, but it is computed at run time");
+  return g.value(v).data;
+}
+
+std::vector<int64_t> Ctx::ints_in(int i, const char* what) const {
+  const runtime::NDArray& a = const_in(i, what);
+  DataType dt = ops::from_dlpack(a.dtype());
+  ANVIL_CHECK(dt == DataType::Int64() || dt == DataType::Int32() || dt.is_bool(), "input ", i, " (",
+              what, ") must be int64, int32 or bool, not ", dt);
+  std::vector<int64_t> v(static_cast<size_t>(a.numel()));
+  for (int64_t k = 0; k < a.numel(); ++k) {
+    v[static_cast<size_t>(k)] = dt.is_bool()      ? a.data_as<uint8_t>()[k]
+                                : dt.bits() == 64 ? a.data_as<int64_t>()[k]
+                                                  : a.data_as<int32_t>()[k];
+  }
+  return v;
+}
+
+std::vector<double> Ctx::floats_in(int i, const char* what) const {
+  const runtime::NDArray& a = const_in(i, what);
+  DataType dt = ops::from_dlpack(a.dtype());
+  if (dt != DataType::Float32()) {
+    std::vector<int64_t> v = ints_in(i, what);
+    return std::vector<double>(v.begin(), v.end());
+  }
+  std::vector<double> v(static_cast<size_t>(a.numel()));
+  for (int64_t k = 0; k < a.numel(); ++k) v[static_cast<size_t>(k)] = a.data_as<float>()[k];
+  return v;
+}
+
+const ::onnx::AttributeProto* Ctx::attr(const std::string& n) const {
+  for (const ::onnx::AttributeProto& a : node_->attribute())
+    if (a.name() == n) return &a;
+  return nullptr;
+}
+
+int64_t Ctx::attr_int(const std::string& n, int64_t fallback) const {
+  const ::onnx::AttributeProto* a = attr(n);
+  return a ? a->i() : fallback;
+}
+
+double Ctx::attr_float(const std::string& n, double fallback) const {
+  const ::onnx::AttributeProto* a = attr(n);
+  return a ? a->f() : fallback;
+}
+
+std::vector<int64_t> Ctx::attr_ints(const std::string& n, std::vector<int64_t> fallback) const {
+  const ::onnx::AttributeProto* a = attr(n);
+  if (!a) return fallback;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::vector<double> Ctx::attr_floats(const std::string& n) const {
+  const ::onnx::AttributeProto* a = attr(n);
+  if (!a) return {};
+  return std::vector<double>(a->floats().begin(), a->floats().end());
+}
+
+std::string Ctx::attr_string(const std::string& n, std::string fallback) const {
+  const ::onnx::AttributeProto* a = attr(n);
+  return a ? a->s() : fallback;
+}
+
+std::vector<ValueId> Ctx::emit(const std::string& op, ops::Attrs attrs,
+                               const std::vector<ValueId>& inputs, bool last) {
+  ops::Attrs full(op, attrs.values());
+  std::vector<std::string> names;
+  if (last) {
+    for (const std::string& o : node_->output()) names.push_back(o.empty() ? "" : g.unique_name(o));
+  }
+  bool all_const = true;
+  for (ValueId v : inputs) all_const = all_const && is_const(v);
+  if (all_const) {
+    // Evaluated now with the reference (its shape rule first: it validates the attributes).
+    const ops::OpDef& def = ops::lookup(op);
+    std::vector<ops::TensorType> types;
+    std::vector<runtime::NDArray> args;
+    for (ValueId v : inputs) {
+      types.push_back(g.value(v).type);
+      args.push_back(g.value(v).data);
+    }
+    std::vector<ops::TensorType> out_types = def.infer(types, full);
+    std::vector<runtime::NDArray> outs = def.reference(args, full);
+    ANVIL_CHECK(outs.size() == out_types.size(), "folding ", op, ": the reference gave ",
+                outs.size(), " outputs, its shape rule ", out_types.size());
+    std::vector<ValueId> vals;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string base =
+          k < names.size() && !names[k].empty() ? names[k] : name_ + ":" + std::to_string(k);
+      vals.push_back(g.add_constant(g.unique_name(base), outs[k]));
+    }
+    return vals;
+  }
+  std::string node_name = g.unique_name(name_);
+  if (names.size() > 0) {
+    // The op's output count may differ from the ONNX node's (unused trailing outputs).
+    std::vector<ops::TensorType> types;
+    for (ValueId v : inputs) types.push_back(g.value(v).type);
+    size_t n = ops::lookup(op).infer(types, full).size();
+    names.resize(n);
+    for (size_t k = 0; k < n; ++k)
+      if (names[k].empty()) names[k] = g.unique_name(node_name + ":" + std::to_string(k));
+  }
+  return g.add_node(node_name, op, full, inputs, names);
+}
+
+ValueId Ctx::constant(const std::string& base, runtime::NDArray data) {
+  return g.add_constant(g.unique_name(name_ + "/" + base), std::move(data));
+}
+
+ValueId Ctx::scalar_f32(const std::string& base, float v) {
+  runtime::NDArray a = runtime::NDArray::empty({}, ops::to_dlpack(DataType::Float32()));
+  a.data_as<float>()[0] = v;
+  return constant(base, a);
+}
+
+// ---- the node loop
+
+void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& gp) {
+  const std::map<std::string, MapFn>& table = op_table();
+  for (int k = 0; k < gp.node_size(); ++k) {
+    const ::onnx::NodeProto& node = gp.node(k);
+    std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(k) : node.name();
+    ctx.begin(&node, name);
+    std::vector<ValueId> outs;
+    try {
+      outs = table.at(node.op_type())(ctx);
+      for (int o = 0; o < node.output_size(); ++o) {
+        if (node.output(o).empty()) continue;
+        ValueId v = static_cast<size_t>(o) < outs.size() ? outs[static_cast<size_t>(o)] : -1;
+        ANVIL_CHECK(v >= 0, "output ", o, " '", node.output(o), "' is not supported");
+        ctx.env[node.output(o)] = v;
+      }
+    } catch (const InternalError&) {
+      throw;
+    } catch (const Error& e) {
+      throw Error(str(ctx.origin(), ": node '", name, "' (", node.op_type(), "): ", e.what()));
+    }
+  }
+}
+
+namespace {
+
+// Every node of `g` and of its subgraphs whose op type is not mapped: op type -> node names.
+void find_unsupported(const ::onnx::GraphProto& g,
+                      std::map<std::string, std::vector<std::string>>& missing) {
+  const std::map<std::string, MapFn>& table = op_table();
+  for (int k = 0; k < g.node_size(); ++k) {
+    const ::onnx::NodeProto& n = g.node(k);
+    bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    std::string type = default_domain ? n.op_type() : n.domain() + "." + n.op_type();
+    if (!default_domain || table.count(n.op_type()) == 0)
+      missing[type].push_back(n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name());
+    for (const ::onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) find_unsupported(a.g(), missing);
+      for (const ::onnx::GraphProto& sub : a.graphs()) find_unsupported(sub, missing);
+    }
+  }
+}
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  return s;
+}
+
+// The static type of graph input `vi`, with symbolic dimensions bound from the options.
+ops::TensorType input_type(const std::string& origin, const ::onnx::ValueInfoProto& vi,
+                           const ImportOptions& options) {
+  const std::string what = str(origin, ": input '", vi.name(), "'");
+  ANVIL_CHECK(vi.type().has_tensor_type(), what, " is not a tensor");
+  const ::onnx::TypeProto::Tensor& tt = vi.type().tensor_type();
+  ops::TensorType t;
+  t.dtype = onnx_dtype(tt.elem_type(), what);
+  auto bound = options.input_shapes.find(vi.name());
+  ANVIL_CHECK(tt.has_shape() || bound != options.input_shapes.end(), what,
+              " has no shape in the model; bind it with --input-shape ", vi.name(), "=DIMS");
+  if (!tt.has_shape()) {
+    t.shape = bound->second;
+    return t;
+  }
+  const ::onnx::TensorShapeProto& sp = tt.shape();
+  if (bound != options.input_shapes.end()) {
+    ANVIL_CHECK(static_cast<int>(bound->second.size()) == sp.dim_size(), what, " has rank ",
+                sp.dim_size(), ", but its bound shape ", dims_str(bound->second), " has rank ",
+                bound->second.size());
+  }
+  for (int d = 0; d < sp.dim_size(); ++d) {
+    const ::onnx::TensorShapeProto::Dimension& dim = sp.dim(d);
+    if (bound != options.input_shapes.end()) {
+      int64_t b = bound->second[static_cast<size_t>(d)];
+      ANVIL_CHECK(b >= 0, what, ": bound dimension ", d, " is negative (", b, ")");
+      ANVIL_CHECK(!dim.has_dim_value() || dim.dim_value() == b, what, ": dimension ", d, " is ",
+                  dim.dim_value(), " in the model, but bound to ", b);
+      t.shape.push_back(b);
+    } else {
+      std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
+      ANVIL_CHECK(dim.has_dim_value(), what, ": dimension ", d, " (", sym,
+                  ") is symbolic; bind the input's shape with --input-shape ", vi.name(),
+                  "=DIMS (ImportOptions::input_shapes)");
+      t.shape.push_back(dim.dim_value());
+    }
+  }
+  return t;
+}
+
+graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& options,
+                     const std::string& origin) {
+  ANVIL_CHECK(model.has_graph(), origin, ": the model has no graph");
+  int64_t opset = 0;
+  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (opset == 0) opset = 1;  // IR version 2 models have no opset_import: opset 1
+  // Opsets 7 through 17 (and 18's axes-as-inputs). Older models are read on a best-effort basis:
+  // the differences that matter for the mapped ops are the binary ops' legacy broadcast
+  // attributes, PRelu's per-channel slope and Concat's default axis (all handled) and
+  // BatchNormalization's 'spatial' (checked).
+  ANVIL_CHECK(opset >= 1 && opset <= 18, origin, ": opset ", opset,
+              " is not supported (opsets 1 through 18 are; 7 through 17 are the target)");
+  const ::onnx::GraphProto& gp = model.graph();
+
+  std::map<std::string, std::vector<std::string>> missing;
+  find_unsupported(gp, missing);
+  if (!missing.empty()) {
+    std::string msg = str(origin, ": unsupported operators (", missing.size(), "):");
+    for (const auto& [type, nodes] : missing) {
+      msg += "\n  " + type + ": ";
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (i == 8) {
+          msg += str(", ... (", nodes.size(), " nodes)");
+          break;
+        }
+        msg += (i ? ", '" : "'") + nodes[i] + "'";
+      }
+    }
+    throw Error(msg);
+  }
+
+  Ctx ctx(origin, opset);
+  std::map<std::string, const ::onnx::TensorProto*> inits;
+  for (const ::onnx::TensorProto& t : gp.initializer()) inits[t.name()] = &t;
+  for (const auto& [name, dims] : options.input_shapes) {
+    bool known = false;
+    for (const ::onnx::ValueInfoProto& vi : gp.input()) known = known || vi.name() == name;
+    ANVIL_CHECK(known, origin, ": --input-shape names '", name, "', which is not an input");
+  }
+  for (const ::onnx::ValueInfoProto& vi : gp.input()) {
+    if (inits.count(vi.name())) continue;  // IR < 4 lists initializers as inputs too
+    auto frozen = options.constant_inputs.find(vi.name());
+    if (frozen != options.constant_inputs.end()) {
+      const std::string what = str(origin, ": input '", vi.name(), "'");
+      ir::DataType want = onnx_dtype(vi.type().tensor_type().elem_type(), what);
+      ANVIL_CHECK(ops::from_dlpack(frozen->second.dtype()) == want, what, " is ", want,
+                  ", but its constant value is ", ops::from_dlpack(frozen->second.dtype()));
+      ctx.env[vi.name()] = ctx.g.add_constant(vi.name(), frozen->second);
+      continue;
+    }
+    ctx.env[vi.name()] = ctx.g.add_input(vi.name(), input_type(origin, vi, options));
+  }
+  for (const auto& [name, t] : inits) {
+    ctx.env[name] = ctx.g.add_constant(ctx.g.unique_name(name),
+                                       to_ndarray(*t, str(origin, ": initializer '", name, "'")));
+  }
+  convert_nodes(ctx, gp);
+  for (const ::onnx::ValueInfoProto& vi : gp.output()) {
+    auto it = ctx.env.find(vi.name());
+    ANVIL_CHECK(it != ctx.env.end(), origin, ": graph output '", vi.name(), "' is never computed");
+    ctx.g.add_output(it->second);
+  }
+  return std::move(ctx.g);
+}
+
+}  // namespace
+}  // namespace onnx_detail
+
+graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& options,
+                               const std::string& origin) {
+  ::onnx::ModelProto model;
+  ANVIL_CHECK(!bytes.empty(), origin, ": the file is empty, not an ONNX model");
+  ANVIL_CHECK(model.ParseFromString(bytes), origin,
+              ": not a valid ONNX model (the protobuf does not parse: truncated or not ONNX)");
+  return onnx_detail::convert(model, options, origin);
+}
+
+graph::Graph import_onnx(const std::string& path, const ImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  ANVIL_CHECK(f.good(), path, ": cannot open the file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return import_onnx_bytes(ss.str(), options, path);
+}
+
+std::vector<std::string> mapped_onnx_ops() {
+  std::vector<std::string> v;
+  for (const auto& [name, fn] : onnx_detail::op_table()) v.push_back(name);
+  return v;
+}
+
+runtime::NDArray load_onnx_tensor(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  ANVIL_CHECK(f.good(), path, ": cannot open the file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ::onnx::TensorProto t;
+  ANVIL_CHECK(t.ParseFromString(ss.str()), path, ": not a valid TensorProto");
+  return onnx_detail::to_ndarray(t, path);
+}
+
+}  // namespace anvil::frontend

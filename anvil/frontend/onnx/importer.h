@@ -1,0 +1,49 @@
+// The ONNX importer: an ONNX model file (protobuf, opsets 7 through 17) becomes a graph::Graph
+// over the operator library's ops.
+//
+// What happens at import:
+//   - initializers and Constant nodes become graph constants (float32, int32, int64, bool);
+//   - every node whose inputs are all constants is evaluated at once with its operators'
+//     reference implementations, so shape plumbing (Shape, Gather on shapes, ConstantOfShape,
+//     Concat/Unsqueeze/Squeeze/Slice of constant shapes, Reshape with -1 and 0) disappears;
+//   - If nodes with a constant condition are replaced by the taken branch;
+//   - symbolic input dimensions are bound from ImportOptions::input_shapes.
+// An unsupported model is refused with one error that lists every unsupported op type and the
+// nodes using it. Every error names the file (and the node, value or input involved).
+//
+// This header is free of protobuf: only importer .cc files include ONNX's generated classes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "anvil/graph/graph.h"
+#include "anvil/runtime/ndarray.h"
+
+namespace anvil::frontend {
+
+struct ImportOptions {
+  // Input shapes bound by the user (`--input-shape x=1x3x224x224`): name -> dims. Required for
+  // every input with a symbolic (or unknown) dimension; when given for an input with a static
+  // shape, it must agree with it.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Inputs frozen to values known at compile time (they become graph constants, which lets
+  // shape-like inputs such as Reshape's target shape fold). dtype must match the model's.
+  std::map<std::string, runtime::NDArray> constant_inputs;
+};
+
+// Imports the model in file `path`.
+graph::Graph import_onnx(const std::string& path, const ImportOptions& options = {});
+// Imports a serialized ModelProto; `origin` names it in errors.
+graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& options = {},
+                               const std::string& origin = "<memory>");
+
+// The ONNX op types (default domain) the importer maps.
+std::vector<std::string> mapped_onnx_ops();
+
+// A serialized TensorProto (the conformance data's input_*.pb / output_*.pb) as an NDArray.
+runtime::NDArray load_onnx_tensor(const std::string& path);
+
+}  // namespace anvil::frontend

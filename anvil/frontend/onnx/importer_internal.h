@@ -1,0 +1,87 @@
+// Shared by the importer's files: the conversion context of one model and the op-mapping table.
+// Includes ONNX's generated classes; only anvil/frontend/onnx/*.cc include this header.
+#pragma once
+
+#include <onnx/onnx_pb.h>  // onnx-ml.pb.h with ONNX_ML=1 (Debian ships no onnx.pb.h)
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/graph/graph.h"
+
+namespace anvil::frontend::onnx_detail {
+
+using graph::ValueId;
+
+// A TensorProto as an NDArray (float32, int32, int64, bool; raw_data or the typed fields).
+// `what` names the tensor in errors.
+runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what);
+// ONNX's element type code as ours; an error naming `what` for unsupported ones.
+ir::DataType onnx_dtype(int32_t code, const std::string& what);
+
+// Conversion state: the graph being built, ONNX value names -> graph values, the opset.
+class Ctx {
+ public:
+  Ctx(std::string origin, int64_t opset) : origin_(std::move(origin)), opset_(opset) {}
+
+  graph::Graph g;
+  std::map<std::string, ValueId> env;
+  const std::string& origin() const { return origin_; }
+  int64_t opset() const { return opset_; }
+
+  // ---- the node being converted
+  void begin(const ::onnx::NodeProto* node, std::string name) {
+    node_ = node;
+    name_ = std::move(name);
+  }
+  const ::onnx::NodeProto& node() const { return *node_; }
+  const std::string& name() const { return name_; }
+  // Input i is given (present and not the empty name).
+  bool has_in(int i) const;
+  int num_in() const { return node_->input_size(); }
+  ValueId in(int i) const;
+  const ops::TensorType& type(int i) const { return g.value(in(i)).type; }
+  // Input i as a compile-time constant; an error naming `what` when it is computed at run time.
+  const runtime::NDArray& const_in(int i, const char* what) const;
+  std::vector<int64_t> ints_in(int i, const char* what) const;
+  std::vector<double> floats_in(int i, const char* what) const;
+  bool is_const(ValueId v) const { return g.value(v).kind == graph::ValueKind::kConstant; }
+
+  // ---- attributes of the node
+  const ::onnx::AttributeProto* attr(const std::string& n) const;
+  bool has_attr(const std::string& n) const { return attr(n) != nullptr; }
+  int64_t attr_int(const std::string& n, int64_t fallback) const;
+  double attr_float(const std::string& n, double fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& n, std::vector<int64_t> fallback = {}) const;
+  std::vector<double> attr_floats(const std::string& n) const;
+  std::string attr_string(const std::string& n, std::string fallback) const;
+
+  // Adds `op` on `inputs` (folded into constants when every input is a constant). With `last`,
+  // the outputs take the ONNX node's output names.
+  std::vector<ValueId> emit(const std::string& op, ops::Attrs attrs,
+                            const std::vector<ValueId>& inputs, bool last = false);
+  ValueId emit1(const std::string& op, ops::Attrs attrs, const std::vector<ValueId>& inputs,
+                bool last = false) {
+    return emit(op, std::move(attrs), inputs, last).at(0);
+  }
+  ValueId constant(const std::string& base, runtime::NDArray data);
+  ValueId scalar_f32(const std::string& base, float v);
+
+ private:
+  std::string origin_;
+  int64_t opset_;
+  const ::onnx::NodeProto* node_ = nullptr;
+  std::string name_;
+};
+
+// Maps one node: returns the values of its outputs (in order; -1 for outputs it does not give).
+using MapFn = std::function<std::vector<ValueId>(Ctx&)>;
+const std::map<std::string, MapFn>& op_table();
+
+// Converts the nodes of `g` (the main graph, or a taken If branch) into ctx.
+void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& g);
+
+}  // namespace anvil::frontend::onnx_detail

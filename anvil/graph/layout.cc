@@ -1,0 +1,232 @@
+// Layout alteration (passes.h): convolutions move to NCHW[x]c (anvil/ops/nchwc.h).
+//
+// Every old value has up to two forms in the new graph: its NCHW form (the value as the old graph
+// has it) and a blocked form (NCHW[b]c, with its block b and its true channel count). Both are
+// created on demand and cached, so a value is converted at most once in each direction, and a
+// chain conv -> relu -> conv never leaves the blocked layout (no NCHW16c -> NCHW -> NCHW16c pairs
+// appear: the blocked form is reused).
+//   * conv2d (group 1) -> conv2d_nchwc, or conv2d_winograd_nchwc when ops::prefer_winograd;
+//     depthwise conv2d (group = C = O) -> depthwise_conv2d_nchwc; conv2d_transpose (group 1)
+//     -> conv2d_transpose_nchwc. The input block is nchwc_block(C), the output block
+//     nchwc_block(O), chosen per layer. The constant weight is packed by the family's
+//     *_pack_weight node (fold_constants turns it into a packed constant), the bias becomes an
+//     add of a [1, O'/ob, 1, 1, ob] constant (zero in the padded channels). Convolutions whose
+//     weight or bias is not a constant stay in NCHW.
+//   * Element-wise ops whose inputs all have blocked forms of one block and one (old) shape run
+//     blocked: relu, clip, sigmoid, tanh, add, sub, mul, maximum, minimum. Padded channels hold
+//     whatever these compute from zeros (finite: none of them makes an infinity or NaN out of
+//     finite inputs), and no consumer reads them: packed weights are zero there, and
+//     layout_transform's `channels` drops them.
+//   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
+//     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
+#include <set>
+
+#include "anvil/graph/passes.h"
+#include "anvil/ops/nchwc.h"
+#include "anvil/ops/winograd.h"
+#include "anvil/support/error.h"
+
+namespace anvil::graph {
+
+namespace {
+
+struct Blocked {
+  ValueId value = -1;
+  int64_t block = 0, channels = 0;
+};
+
+std::string layout_name(int64_t block) {
+  return "NCHW" + std::to_string(block) + "c";
+}
+
+const std::set<std::string>& blocked_elementwise() {
+  static const std::set<std::string> ops = {"relu", "clip", "sigmoid", "tanh",   "add",
+                                            "sub",  "mul",  "maximum", "minimum"};
+  return ops;
+}
+
+class LayoutRewriter {
+ public:
+  LayoutRewriter(const Graph& g, const Target& target)
+      : g_(g), target_(target), rw_(g), nchw_(g.num_values(), -1), blocked_(g.num_values()) {
+    for (ValueId v : g.inputs()) nchw_[v] = rw_.map(v);
+  }
+
+  Graph run() {
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
+      const Node& n = g_.node(id);
+      if (try_conv(n) || try_elementwise(n)) continue;
+      std::vector<ValueId> ins;
+      for (ValueId v : n.inputs) ins.push_back(nchw(v));
+      std::vector<std::string> names;
+      for (ValueId v : n.outputs) names.push_back(out().unique_name(g_.value(v).name));
+      std::vector<ValueId> outs =
+          out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, names);
+      for (size_t i = 0; i < outs.size(); ++i) set_nchw(n.outputs[i], outs[i]);
+    }
+    for (ValueId v : g_.outputs()) nchw(v);
+    return rw_.finish();
+  }
+
+ private:
+  Graph& out() { return rw_.out(); }
+
+  void set_nchw(ValueId old, ValueId v) {
+    nchw_[old] = v;
+    rw_.set(old, v);
+  }
+
+  // The NCHW form of an old value.
+  ValueId nchw(ValueId old) {
+    if (nchw_[old] >= 0) return nchw_[old];
+    const Value& val = g_.value(old);
+    if (val.kind == ValueKind::kConstant) return nchw_[old] = rw_.map(old);
+    const Blocked& b = blocked_[old];
+    ANVIL_ICHECK(b.value >= 0, "alter_layout: value '", val.name, "' has no form yet");
+    ops::Attrs a("layout_transform", {{"src_layout", layout_name(b.block)},
+                                      {"dst_layout", std::string("NCHW")},
+                                      {"channels", b.channels}});
+    // The old name when no value has it (node names may: a node and its output share one).
+    std::string name = out().find(val.name) < 0 ? val.name : out().unique_name(val.name);
+    ValueId v = out().add_node(out().unique_name(val.name + "_to_nchw"), "layout_transform", a,
+                               {b.value}, {name})[0];
+    set_nchw(old, v);
+    return v;
+  }
+
+  // The form of an old 4-d value blocked by `block` (converting from its NCHW form or from its
+  // blocked form with another block).
+  ValueId blocked(ValueId old, int64_t block) {
+    Blocked& b = blocked_[old];
+    if (b.value >= 0 && b.block == block) return b.value;
+    const Value& val = g_.value(old);
+    int64_t channels = val.type.shape[1];
+    ValueId src = b.value >= 0 ? b.value : nchw(old);
+    std::string src_layout = b.value >= 0 ? layout_name(b.block) : "NCHW";
+    ops::Attrs a(
+        "layout_transform",
+        {{"src_layout", src_layout}, {"dst_layout", layout_name(block)}, {"channels", channels}});
+    std::string base = val.name + "_" + layout_name(block);
+    ValueId v = out().add_node(out().unique_name(base), "layout_transform", a, {src},
+                               {out().unique_name(base)})[0];
+    // The newest blocked form replaces the older one (ops ask for the block they need).
+    b = {v, block, channels};
+    return v;
+  }
+
+  void set_blocked(ValueId old, ValueId v, int64_t block, int64_t channels) {
+    blocked_[old] = {v, block, channels};
+  }
+
+  ValueId constant(const std::string& base, runtime::NDArray data) {
+    return out().add_constant(out().unique_name(base), std::move(data));
+  }
+
+  // A [1, O'/ob, 1, 1, ob] constant from a bias [O] (zero past O).
+  ValueId blocked_bias(const Value& bias, int64_t block) {
+    int64_t O = bias.type.shape[0];
+    int64_t padded = ops::nchwc_channels(O, block);
+    runtime::NDArray d =
+        runtime::NDArray::empty({1, padded / block, 1, 1, block}, runtime::dl_float32(), true);
+    for (int64_t o = 0; o < O; ++o) d.data_as<float>()[o] = bias.data.data_as<float>()[o];
+    return constant(bias.name + "_" + layout_name(block), d);
+  }
+
+  bool try_conv(const Node& n) {
+    bool transpose = n.op == "conv2d_transpose";
+    if (n.op != "conv2d" && !transpose) return false;
+    if (n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+    const Value& x = g_.value(n.inputs[0]);
+    const Value& w = g_.value(n.inputs[1]);
+    const Value& y = g_.value(n.outputs[0]);
+    if (x.type.shape.size() != 4 || w.kind != ValueKind::kConstant) return false;
+    if (n.inputs.size() > 2 && g_.value(n.inputs[2]).kind != ValueKind::kConstant) return false;
+    int64_t group = n.attrs.get_int("group", 1);
+    int64_t C = x.type.shape[1], O = y.type.shape[1];
+    int64_t KH = w.type.shape[2], KW = w.type.shape[3];
+    std::vector<int64_t> strides = n.attrs.get_ints("strides", {1, 1});
+    std::vector<int64_t> dil = n.attrs.get_ints("dilations", {1, 1});
+    std::vector<int64_t> pads = n.attrs.get_ints("pads", {0, 0, 0, 0});
+    bool depthwise = !transpose && group > 1 && group == C && O == C && w.type.shape[1] == 1;
+    if (group != 1 && !depthwise) return false;
+    int64_t ib = ops::nchwc_block(C, target_), ob = ops::nchwc_block(O, target_);
+    if (depthwise) ib = ob;
+    ValueId xb = blocked(n.inputs[0], ib);
+    ValueId wc = rw_.map(n.inputs[1]);
+    std::string op, pack;
+    ops::Attrs pack_attrs, conv_attrs;
+    if (depthwise) {
+      op = "depthwise_conv2d_nchwc";
+      pack = "depthwise_conv2d_nchwc_pack_weight";
+      pack_attrs.set("block", ob);
+      conv_attrs = ops::Attrs(op, {{"strides", strides}, {"pads", pads}, {"dilations", dil}});
+    } else if (transpose) {
+      op = "conv2d_transpose_nchwc";
+      pack = "conv2d_transpose_nchwc_pack_weight";
+      pack_attrs = ops::Attrs(
+          pack, {{"in_block", ib}, {"out_block", ob}, {"strides", strides}, {"dilations", dil}});
+      conv_attrs = ops::Attrs(op, {{"kernel_shape", std::vector<int64_t>{KH, KW}},
+                                   {"strides", strides},
+                                   {"pads", pads},
+                                   {"dilations", dil},
+                                   {"output_padding", n.attrs.get_ints("output_padding", {0, 0})}});
+    } else if (ops::prefer_winograd(C, O, y.type.shape[2], y.type.shape[3], KH, KW, strides[0],
+                                    strides[1], dil[0], dil[1], target_)) {
+      op = "conv2d_winograd_nchwc";
+      pack = "conv2d_winograd_nchwc_pack_weight";
+      int64_t tile = ops::winograd_tile(C, O, y.type.shape[2], y.type.shape[3]);
+      pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}, {"tile", tile}});
+      conv_attrs = ops::Attrs(op, {{"pads", pads}, {"tile", tile}});
+    } else {
+      op = "conv2d_nchwc";
+      pack = "conv2d_nchwc_pack_weight";
+      pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}});
+      conv_attrs = ops::Attrs(op, {{"strides", strides}, {"pads", pads}, {"dilations", dil}});
+    }
+    ValueId wp = out().add(out().unique_name(n.name + "_pack_weight"), pack, pack_attrs, {wc});
+    std::string yname = y.name + "_" + layout_name(ob);
+    ValueId v =
+        out().add_node(out().unique_name(n.name), op, conv_attrs, {xb, wp},
+                       {out().unique_name(n.inputs.size() > 2 ? yname + "_nobias" : yname)})[0];
+    if (n.inputs.size() > 2) {
+      ValueId bias = blocked_bias(g_.value(n.inputs[2]), ob);
+      v = out().add_node(out().unique_name(n.name + "_bias"), "add", ops::Attrs("add", {}),
+                         {v, bias}, {out().unique_name(yname)})[0];
+    }
+    set_blocked(n.outputs[0], v, ob, O);
+    return true;
+  }
+
+  bool try_elementwise(const Node& n) {
+    if (!blocked_elementwise().count(n.op) || n.outputs.size() != 1 || n.inputs.empty())
+      return false;
+    const Value& y = g_.value(n.outputs[0]);
+    int64_t block = -1;
+    for (ValueId v : n.inputs) {
+      const Blocked& b = blocked_[v];
+      if (b.value < 0 || !(g_.value(v).type == y.type)) return false;
+      if (block >= 0 && b.block != block) return false;
+      block = b.block;
+    }
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) ins.push_back(blocked_[v].value);
+    std::string name = out().unique_name(y.name + "_" + layout_name(block));
+    ValueId v = out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, {name})[0];
+    set_blocked(n.outputs[0], v, block, y.type.shape[1]);
+    return true;
+  }
+
+  const Graph& g_;
+  const Target& target_;
+  GraphRewriter rw_;
+  std::vector<ValueId> nchw_;
+  std::vector<Blocked> blocked_;
+};
+
+}  // namespace
+
+Graph alter_layout(const Graph& g, const Target& target) {
+  return LayoutRewriter(g, target).run();
+}
+
+}  // namespace anvil::graph

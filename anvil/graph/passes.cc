@@ -1,0 +1,339 @@
+// The graph-to-graph passes of passes.h that do not change layouts: inference simplification,
+// constant folding, dead-code and common-subexpression elimination, and the pass manager.
+// (Fusion: fuse.cc; layout alteration: layout.cc; memory planning: memory_plan.cc.)
+#include "anvil/graph/passes.h"
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "anvil/support/error.h"
+
+namespace anvil::graph {
+
+namespace {
+
+bool is_output(const Graph& g, ValueId v) {
+  for (ValueId o : g.outputs())
+    if (o == v) return true;
+  return false;
+}
+
+// The distinct nodes reading value v.
+std::vector<NodeId> distinct_users(const std::vector<std::vector<NodeId>>& users, ValueId v) {
+  std::vector<NodeId> out;
+  for (NodeId n : users[v])
+    if (out.empty() || out.back() != n) out.push_back(n);
+  return out;
+}
+
+const float* f32_data(const Value& v) {
+  return v.data.data_as<float>();
+}
+
+bool is_f32_constant(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  return val.kind == ValueKind::kConstant && val.type.dtype == ir::DataType::Float32();
+}
+
+// ---- simplify_inference
+//
+// A conv2d / conv2d_transpose / dense with constant weights (and bias) whose output is read by
+// one node only, and not a graph output, absorbs that node when it is a per-output-channel affine
+// map with constant parameters: batch_norm (scale = gamma / sqrt(var + eps), shift = beta -
+// mean * scale), mul / add by a constant of one value per channel or one value in all, sub / div
+// by such a constant. y = scale * (W x + b) + shift becomes (scale W) x + (scale b + shift): the
+// weight rows of each output channel are scaled and the bias is added (or replaced). Rounds repeat
+// until nothing folds, so conv -> bn -> mul -> add becomes one conv. identity and dropout (when
+// such operators are registered) are bypassed unless their output is a graph output.
+
+// The per-output-channel affine map y = scale[o] * x + shift[o] that node `u` applies to its
+// input `x` (the output of a conv or dense with `channels` channels on axis 1, type `t`), or
+// false when `u` is not such a map with constant parameters.
+bool channel_affine(const Graph& g, const Node& u, ValueId x, const ops::TensorType& t,
+                    int64_t channels, std::vector<double>& scale, std::vector<double>& shift) {
+  scale.assign(static_cast<size_t>(channels), 1.0);
+  shift.assign(static_cast<size_t>(channels), 0.0);
+  if (u.outputs.size() != 1 || !(g.value(u.outputs[0]).type == t)) return false;
+  if (u.op == "batch_norm") {
+    if (u.inputs.size() != 5 || u.inputs[0] != x) return false;
+    for (size_t i = 1; i < 5; ++i)
+      if (!is_f32_constant(g, u.inputs[i])) return false;
+    double eps = u.attrs.get_float("epsilon", 1e-5);
+    const float* gamma = f32_data(g.value(u.inputs[1]));
+    const float* beta = f32_data(g.value(u.inputs[2]));
+    const float* mean = f32_data(g.value(u.inputs[3]));
+    const float* var = f32_data(g.value(u.inputs[4]));
+    for (int64_t o = 0; o < channels; ++o) {
+      double s = gamma[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+      scale[o] = s;
+      shift[o] = beta[o] - mean[o] * s;
+    }
+    return true;
+  }
+  // mul and add in either order; sub and div with the convolution first (x - c, x / c).
+  bool commutes = u.op == "mul" || u.op == "add";
+  if (!commutes && u.op != "sub" && u.op != "div") return false;
+  if (u.inputs.size() != 2 || u.inputs[0] == u.inputs[1]) return false;
+  ValueId c = u.inputs[0] == x ? u.inputs[1] : u.inputs[1] == x && commutes ? u.inputs[0] : -1;
+  if (c < 0 || !is_f32_constant(g, c)) return false;
+  // The constant must broadcast to one value per channel (axis 1) or one value in all.
+  const std::vector<int64_t>& cs = g.value(c).type.shape;
+  size_t rank = t.shape.size();
+  if (cs.size() > rank) return false;
+  int64_t per_channel = 1;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    size_t axis = rank - cs.size() + i;
+    if (cs[i] == 1) continue;
+    if (axis != 1 || cs[i] != channels) return false;
+    per_channel = channels;
+  }
+  const float* d = f32_data(g.value(c));
+  for (int64_t o = 0; o < channels; ++o) {
+    double v = d[per_channel == 1 ? 0 : o];
+    if (u.op == "mul") scale[o] = v;
+    if (u.op == "div") scale[o] = 1.0 / v;
+    if (u.op == "add") shift[o] = v;
+    if (u.op == "sub") shift[o] = -v;
+  }
+  return true;
+}
+
+// Whether node `n` is a conv2d / conv2d_transpose / dense with a constant float32 weight (and
+// bias, when it has one) whose weights a per-channel affine map can be folded into.
+bool foldable_anchor(const Graph& g, const Node& n) {
+  if (n.op != "conv2d" && n.op != "conv2d_transpose" && n.op != "dense") return false;
+  if (n.outputs.size() != 1 || n.inputs.size() < 2) return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (!is_f32_constant(g, n.inputs[i])) return false;
+  return g.value(n.outputs[0]).type.shape.size() >= 2;
+}
+
+// The output channel of each weight element's leading two indices (w[i, j, ...]).
+int64_t out_channel(const Node& n, const std::vector<int64_t>& ws, int64_t i, int64_t j) {
+  if (n.op != "conv2d_transpose") return i;  // conv2d [O, C/g, ..], dense [N, K]
+  // conv2d_transpose: [C, O/g, KH, KW]; input channel i is in group i / (C/g).
+  int64_t group = n.attrs.get_int("group", 1);
+  return i / (ws[0] / group) * ws[1] + j;
+}
+
+// Folds `u` (a per-channel affine map of `n`'s output) into `n`: adds the new node and returns
+// its output.
+ValueId fold_affine(GraphRewriter& rw, const Node& n, const Node& u,
+                    const std::vector<double>& scale, const std::vector<double>& shift) {
+  const Graph& g = rw.old();
+  Graph& out = rw.out();
+  const Value& w = g.value(n.inputs[1]);
+  const std::vector<int64_t>& ws = w.type.shape;
+  runtime::NDArray nw = runtime::NDArray::empty(ws, runtime::dl_float32());
+  int64_t inner = 1;
+  for (size_t d = 2; d < ws.size(); ++d) inner *= ws[d];
+  const float* src = w.data.data_as<float>();
+  float* dst = nw.data_as<float>();
+  for (int64_t i = 0; i < ws[0]; ++i)
+    for (int64_t j = 0; j < ws[1]; ++j) {
+      double s = scale[static_cast<size_t>(out_channel(n, ws, i, j))];
+      for (int64_t k = 0; k < inner; ++k) {
+        int64_t e = (i * ws[1] + j) * inner + k;
+        dst[e] = static_cast<float>(src[e] * s);
+      }
+    }
+  int64_t channels = static_cast<int64_t>(scale.size());
+  runtime::NDArray nb = runtime::NDArray::empty({channels}, runtime::dl_float32());
+  const float* old_bias = n.inputs.size() > 2 ? f32_data(g.value(n.inputs[2])) : nullptr;
+  for (int64_t o = 0; o < channels; ++o)
+    nb.data_as<float>()[o] =
+        static_cast<float>((old_bias ? old_bias[o] : 0.0) * scale[o] + shift[o]);
+  ValueId wv = out.add_constant(out.unique_name(w.name + "_folded"), nw);
+  ValueId bv = out.add_constant(out.unique_name(n.name + "_bias_folded"), nb);
+  const std::string& uname = g.value(u.outputs[0]).name;
+  std::string out_name = out.find(uname) < 0 ? uname : out.unique_name(uname);
+  std::vector<ValueId> outs = out.add_node(out.unique_name(n.name), n.op, n.attrs,
+                                           {rw.map(n.inputs[0]), wv, bv}, {out_name});
+  return outs[0];
+}
+
+// One round: every anchor absorbs at most its one affine consumer. Returns whether it changed.
+bool simplify_round(const Graph& g, Graph& result) {
+  GraphRewriter rw(g);
+  std::vector<std::vector<NodeId>> users = g.users();
+  std::vector<bool> absorbed(g.num_nodes(), false);
+  bool changed = false;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
+    if (absorbed[id]) continue;
+    const Node& n = g.node(id);
+    if ((n.op == "identity" || n.op == "dropout") && !n.inputs.empty() && !n.outputs.empty() &&
+        !is_output(g, n.outputs[0])) {
+      rw.set(n.outputs[0], rw.map(n.inputs[0]));
+      for (size_t i = 1; i < n.outputs.size(); ++i)  // a dropout mask: must be unused
+        ANVIL_CHECK(users[n.outputs[i]].empty() && !is_output(g, n.outputs[i]),
+                    "simplify_inference: node '", n.name, "' (", n.op, "): output ",
+                    g.value(n.outputs[i]).name, " is used; it cannot be dropped");
+      changed = true;
+      continue;
+    }
+    if (foldable_anchor(g, n) && !is_output(g, n.outputs[0])) {
+      std::vector<NodeId> us = distinct_users(users, n.outputs[0]);
+      if (us.size() == 1) {
+        const Node& u = g.node(us[0]);
+        const ops::TensorType& t = g.value(n.outputs[0]).type;
+        std::vector<double> scale, shift;
+        if (channel_affine(g, u, n.outputs[0], t, t.shape[1], scale, shift)) {
+          rw.set(u.outputs[0], fold_affine(rw, n, u, scale, shift));
+          absorbed[us[0]] = true;
+          changed = true;
+          continue;
+        }
+      }
+    }
+    rw.copy_node(id);
+  }
+  result = rw.finish();
+  return changed;
+}
+
+}  // namespace
+
+// Dead nodes are removed first: a dead reader of a convolution's output would otherwise keep its
+// batch norm from folding.
+Graph simplify_inference(const Graph& g) {
+  Graph cur = eliminate_dead_code(g);
+  for (;;) {
+    Graph next;
+    if (!simplify_round(cur, next)) return next;
+    cur = std::move(next);
+  }
+}
+
+// ---- fold_constants
+
+// A node is not folded when its outputs are more than kMaxGrowth times the size of its inputs
+// and larger than kMaxFoldBytes: a broadcast (expand of a scalar to an activation's shape) would
+// turn a few bytes into megabytes of parameters that a kernel computes faster than it loads.
+// Weight packing (at most 4x for Winograd's 6x6 tiles of a 3x3 kernel) always folds.
+constexpr int64_t kMaxGrowth = 8;
+constexpr int64_t kMaxFoldBytes = 64 * 1024;
+
+Graph fold_constants(const Graph& g) {
+  GraphRewriter rw(g);
+  // Folded values stay here until a kept node or the graph's outputs read them, so that the
+  // intermediate results of a folded chain (and the constants it consumed) do not linger.
+  std::vector<runtime::NDArray> folded(g.num_values());
+  auto constant_data = [&](ValueId v) -> runtime::NDArray {
+    const Value& val = g.value(v);
+    return val.kind == ValueKind::kConstant ? val.data : folded[v];
+  };
+  auto materialize = [&](ValueId v) {
+    if (folded[v].defined() && !rw.mapped(v))
+      rw.set(v, rw.out().add_constant(rw.out().unique_name(g.value(v).name), folded[v]));
+  };
+  for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
+    const Node& n = g.node(id);
+    bool all_const = !n.inputs.empty();
+    int64_t in_bytes = 0, out_bytes = 0;
+    std::vector<runtime::NDArray> args;
+    for (ValueId v : n.inputs) {
+      runtime::NDArray d = constant_data(v);
+      if (!d.defined()) {
+        all_const = false;
+        break;
+      }
+      in_bytes += static_cast<int64_t>(d.nbytes());
+      args.push_back(d);
+    }
+    for (ValueId v : n.outputs) {
+      const ops::TensorType& t = g.value(v).type;
+      int64_t e = (t.dtype.bits() + 7) / 8 * t.dtype.lanes();
+      for (int64_t d : t.shape) e *= d;
+      out_bytes += e;
+    }
+    if (!all_const || (out_bytes > kMaxFoldBytes && out_bytes > kMaxGrowth * in_bytes)) {
+      for (ValueId v : n.inputs) materialize(v);
+      rw.copy_node(id);
+      continue;
+    }
+    std::vector<runtime::NDArray> res = ops::lookup(n.op).reference(args, n.attrs);
+    ANVIL_CHECK(res.size() == n.outputs.size(), "fold_constants: node '", n.name, "' (", n.op,
+                "): the reference returned ", res.size(), " outputs, expected ", n.outputs.size());
+    for (size_t i = 0; i < res.size(); ++i) {
+      const Value& ov = g.value(n.outputs[i]);
+      ANVIL_CHECK(res[i].shape() == ov.type.shape, "fold_constants: node '", n.name, "' (", n.op,
+                  "): the reference's output ", i, " has shape ", ops::list_str(res[i].shape()),
+                  ", expected ", ops::to_string(ov.type));
+      ANVIL_CHECK(ops::from_dlpack(res[i].dtype()) == ov.type.dtype, "fold_constants: node '",
+                  n.name, "' (", n.op, "): the reference's output ", i, " has dtype ",
+                  ops::from_dlpack(res[i].dtype()), ", expected ", ops::to_string(ov.type));
+      folded[n.outputs[i]] = res[i];
+    }
+  }
+  for (ValueId v : g.outputs()) materialize(v);
+  return rw.finish();
+}
+
+// ---- eliminate_dead_code
+
+Graph eliminate_dead_code(const Graph& g) {
+  std::vector<bool> live_value(g.num_values(), false), live_node(g.num_nodes(), false);
+  for (ValueId v : g.outputs()) live_value[v] = true;
+  for (NodeId id = static_cast<NodeId>(g.num_nodes()) - 1; id >= 0; --id) {
+    const Node& n = g.node(id);
+    for (ValueId v : n.outputs) live_node[id] = live_node[id] || live_value[v];
+    if (live_node[id])
+      for (ValueId v : n.inputs) live_value[v] = true;
+  }
+  GraphRewriter rw(g);
+  for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id)
+    if (live_node[id]) rw.copy_node(id);
+  return rw.finish();
+}
+
+// ---- eliminate_common_subexpressions
+
+Graph eliminate_common_subexpressions(const Graph& g) {
+  GraphRewriter rw(g);
+  using Key = std::tuple<std::string, std::map<std::string, ops::AttrValue>, std::vector<ValueId>>;
+  std::map<Key, NodeId> seen;  // -> the old node whose (new) outputs stand for the key
+  for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
+    const Node& n = g.node(id);
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) ins.push_back(rw.map(v));
+    Key key{n.op, n.attrs.values(), ins};
+    auto it = seen.find(key);
+    bool is_graph_output = false;
+    for (ValueId v : n.outputs) is_graph_output = is_graph_output || is_output(g, v);
+    // A duplicate that is a graph output stays: outputs keep their own values and names.
+    if (it != seen.end() && !is_graph_output) {
+      const Node& first = g.node(it->second);
+      for (size_t i = 0; i < n.outputs.size(); ++i) rw.set(n.outputs[i], rw.map(first.outputs[i]));
+      continue;
+    }
+    rw.copy_node(id);
+    if (it == seen.end()) seen.emplace(std::move(key), id);
+  }
+  return rw.finish();
+}
+
+// ---- run_passes
+
+Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
+                 const std::vector<std::string>& print_after) {
+  auto wants = [&](const std::string& name) {
+    for (const std::string& p : print_after)
+      if (p == "all" || p == name) return true;
+    return false;
+  };
+  for (const std::string& p : print_after) {
+    bool known = p == "all";
+    for (const Pass& pass : passes) known = known || pass.name == p;
+    ANVIL_CHECK(known, "run_passes: print_after names '", p, "', which is not a pass here");
+  }
+  Graph cur = g;
+  for (const Pass& pass : passes) {
+    cur = pass.run(cur);
+    if (wants(pass.name)) std::cerr << "// after " << pass.name << "\n" << cur.str();
+  }
+  return cur;
+}
+
+}  // namespace anvil::graph

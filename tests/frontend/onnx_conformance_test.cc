@@ -1,0 +1,218 @@
+// ONNX conformance: the backend tests Debian's libonnx-testdata installs (ONNX 1.12) under
+// node/, pytorch-converted/, pytorch-operator/ and simple/. Each test is a model.onnx plus
+// test_data_set_0/input_*.pb and output_*.pb (TensorProto).
+//
+// A test is "mapped" when every op type in its model (subgraphs included) is one the importer
+// maps. Every mapped test is imported, run by the reference interpreter (graph::interpret) and
+// compared with the expected outputs: same shape and dtype, and for floats
+// |got - want| <= 1e-4 * |want| + 1e-5 (NaN matches NaN, infinities must be equal); integers and
+// bools exactly. The backend's own default is rtol 1e-3, atol 1e-7; our references compute in
+// double, so 1e-4 relative holds with room, and the 1e-5 absolute part covers values that
+// cancel to near zero.
+//
+// tests/frontend/onnx_conformance_passing.txt lists the tests that pass (folder/name); the test
+// fails when one of them stops passing. It prints the counts (mapped, passing, per folder), and
+// the tests that pass but are not listed. ANVIL_ONNX_WRITE_PASSING=1 rewrites the list.
+// No model is skipped for size: the largest is under 1 MB.
+#include <onnx/onnx_pb.h>  // onnx-ml.pb.h with ONNX_ML=1 (Debian ships no onnx.pb.h)
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "anvil/frontend/onnx/importer.h"
+#include "anvil/graph/interpreter.h"
+#include "anvil/support/error.h"
+
+namespace anvil {
+namespace {
+
+namespace fs = std::filesystem;
+
+void collect_ops(const ::onnx::GraphProto& g, std::set<std::string>& ops) {
+  for (const ::onnx::NodeProto& n : g.node()) {
+    bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    ops.insert(std_domain ? n.op_type() : n.domain() + "." + n.op_type());
+    for (const ::onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) collect_ops(a.g(), ops);
+      for (const ::onnx::GraphProto& s : a.graphs()) collect_ops(s, ops);
+    }
+  }
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The numbered .pb files `prefix`_0, _1, ... of a data set, in order.
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> v;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + "_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    v.push_back(p);
+  }
+  return v;
+}
+
+double elem(const runtime::NDArray& a, int64_t i) {
+  ir::DataType t = ops::from_dlpack(a.dtype());
+  if (t == ir::DataType::Float32()) return a.data_as<float>()[i];
+  if (t == ir::DataType::Int64()) return static_cast<double>(a.data_as<int64_t>()[i]);
+  if (t == ir::DataType::Int32()) return a.data_as<int32_t>()[i];
+  return a.data_as<uint8_t>()[i];
+}
+
+// "" when `got` matches `want`, else why not.
+std::string compare(const runtime::NDArray& got, const runtime::NDArray& want, size_t k) {
+  if (got.shape() != want.shape())
+    return str("output ", k, ": shape ", ops::list_str(got.shape()), ", expected ",
+               ops::list_str(want.shape()));
+  ir::DataType gt = ops::from_dlpack(got.dtype()), wt = ops::from_dlpack(want.dtype());
+  if (!(gt == wt)) return str("output ", k, ": dtype ", gt, ", expected ", wt);
+  bool is_float = gt == ir::DataType::Float32();
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = elem(got, i), w = elem(want, i);
+    bool ok = is_float ? (std::isnan(w)   ? std::isnan(g)
+                          : std::isinf(w) ? g == w
+                                          : std::fabs(g - w) <= 1e-4 * std::fabs(w) + 1e-5)
+                       : g == w;
+    if (!ok) return str("output ", k, " element ", i, ": ", g, ", expected ", w);
+  }
+  return "";
+}
+
+// The input named in a "must be a compile-time constant" error, or "".
+std::string non_constant_input(const std::string& msg) {
+  size_t at = msg.find("' must be a compile-time constant");
+  if (at == std::string::npos) return "";
+  size_t open = msg.rfind('\'', at - 1);
+  return open == std::string::npos ? "" : msg.substr(open + 1, at - open - 1);
+}
+
+// "" when the test passes, else why not. The node tests feed shape-like operands (Reshape's
+// shape, Unsqueeze's axes, Resize's scales, ...) as graph inputs; an input the importer needs
+// at compile time is frozen to its test value (ImportOptions::constant_inputs) and the import
+// retried, as a user compiling such a model for fixed operands would.
+std::string run_test(const fs::path& dir) {
+  try {
+    fs::path data = dir / "test_data_set_0";
+    std::vector<fs::path> in_files = numbered(data, "input");
+    ::onnx::ModelProto model;
+    model.ParseFromString(read(dir / "model.onnx"));
+    std::vector<std::string> in_names;  // graph inputs that are not initializers, in order
+    std::set<std::string> inits;
+    for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+    for (const auto& vi : model.graph().input())
+      if (!inits.count(vi.name())) in_names.push_back(vi.name());
+    std::vector<runtime::NDArray> all;
+    for (const fs::path& p : in_files) all.push_back(frontend::load_onnx_tensor(p));
+    if (all.size() != in_names.size())
+      return str(all.size(), " input files for ", in_names.size(), " inputs");
+
+    frontend::ImportOptions opt;
+    std::optional<graph::Graph> g;
+    for (int attempt = 0; !g; ++attempt) {
+      try {
+        g = frontend::import_onnx((dir / "model.onnx").string(), opt);
+      } catch (const Error& e) {
+        std::string name = non_constant_input(e.what());
+        auto it = std::find(in_names.begin(), in_names.end(), name);
+        if (attempt > 8 || it == in_names.end()) throw;
+        opt.constant_inputs[name] = all[static_cast<size_t>(it - in_names.begin())];
+      }
+    }
+    std::vector<runtime::NDArray> inputs, want;
+    for (size_t i = 0; i < in_names.size(); ++i)
+      if (!opt.constant_inputs.count(in_names[i])) inputs.push_back(all[i]);
+    for (const fs::path& p : numbered(data, "output"))
+      want.push_back(frontend::load_onnx_tensor(p));
+    std::vector<runtime::NDArray> got = graph::interpret(*g, inputs);
+    if (got.size() != want.size()) return str(got.size(), " outputs, expected ", want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      std::string why = compare(got[k], want[k], k);
+      if (!why.empty()) return why;
+    }
+    return "";
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    return msg.empty() ? "error" : msg;
+  }
+}
+
+TEST(OnnxConformance, MappedTestsPass) {
+  const fs::path root = ANVIL_ONNX_TESTDATA;
+  if (!fs::exists(root)) GTEST_SKIP() << root << " is missing: install libonnx-testdata";
+  std::vector<std::string> mapped_ops = frontend::mapped_onnx_ops();
+  std::set<std::string> mapped(mapped_ops.begin(), mapped_ops.end());
+
+  std::set<std::string> listed;
+  {
+    std::ifstream f(ANVIL_ONNX_PASSING_LIST);
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty() && line[0] != '#') listed.insert(line);
+  }
+  std::vector<std::string> passing, failures;
+  int total = 0, n_mapped = 0;
+  for (const char* folder : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    int f_total = 0, f_mapped = 0, f_pass = 0;
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(root / folder))
+      if (fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& dir : dirs) {
+      ++f_total;
+      ::onnx::ModelProto model;
+      if (!model.ParseFromString(read(dir / "model.onnx"))) continue;
+      std::set<std::string> ops;
+      collect_ops(model.graph(), ops);
+      bool all = true;
+      for (const std::string& op : ops) all = all && mapped.count(op);
+      if (!all) continue;
+      ++f_mapped;
+      std::string name = std::string(folder) + "/" + dir.filename().string();
+      std::string why = run_test(dir);
+      if (why.empty()) {
+        ++f_pass;
+        passing.push_back(name);
+      } else {
+        failures.push_back(name + ": " + why.substr(0, 300));
+        EXPECT_EQ(listed.count(name), 0u) << name << " is listed as passing but fails: " << why;
+      }
+    }
+    std::printf("onnx conformance %-18s: %4d tests, %4d mapped, %4d pass\n", folder, f_total,
+                f_mapped, f_pass);
+    total += f_total;
+    n_mapped += f_mapped;
+  }
+  std::printf("onnx conformance total             : %4d tests, %4d mapped, %4zu pass (%.1f%%)\n",
+              total, n_mapped, passing.size(),
+              n_mapped ? 100.0 * static_cast<double>(passing.size()) / n_mapped : 0.0);
+  for (const std::string& f : failures) std::printf("  failing: %s\n", f.c_str());
+  std::set<std::string> pass_set(passing.begin(), passing.end());
+  for (const std::string& name : listed)
+    EXPECT_TRUE(pass_set.count(name))
+        << name << " is listed as passing but was not run (unmapped?)";
+  for (const std::string& name : passing)
+    if (!listed.count(name)) std::printf("  passing, not listed: %s\n", name.c_str());
+  if (const char* w = std::getenv("ANVIL_ONNX_WRITE_PASSING"); w && std::string(w) == "1") {
+    std::ofstream out(ANVIL_ONNX_PASSING_LIST);
+    out << "# ONNX backend tests (libonnx-testdata, ONNX 1.12) that import and match; one per "
+           "line.\n"
+        << "# Regenerate: ANVIL_ONNX_WRITE_PASSING=1 build/bin/frontend_onnx_conformance_test\n";
+    for (const std::string& name : passing) out << name << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace anvil

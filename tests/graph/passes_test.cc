@@ -1,0 +1,211 @@
+// The graph-to-graph passes: inference simplification, constant folding, dead-code and
+// common-subexpression elimination, the pass manager. Each rewriting pass is checked by running
+// the graph before and after through a reference evaluator on random inputs.
+#include "anvil/graph/passes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "anvil/support/error.h"
+#include "graph/passes_testing.h"
+
+namespace anvil::graph {
+namespace {
+
+using namespace pt;
+using ops::Attrs;
+
+ValueId param(Graph& g, const std::string& name, std::vector<int64_t> shape, uint32_t seed,
+              float lo = -1.0f, float hi = 1.0f) {
+  return g.add_constant(name, random_array(std::move(shape), seed, lo, hi));
+}
+
+// batch_norm with random statistics (variance in [0.5, 1.5]).
+ValueId batch_norm(Graph& g, const std::string& name, ValueId x, int64_t C, uint32_t seed) {
+  ValueId s = param(g, name + "_gamma", {C}, seed, 0.5f, 1.5f);
+  ValueId b = param(g, name + "_beta", {C}, seed + 1);
+  ValueId m = param(g, name + "_mean", {C}, seed + 2);
+  ValueId v = param(g, name + "_var", {C}, seed + 3, 0.5f, 1.5f);
+  return g.add(name, "batch_norm", Attrs("batch_norm", {{"epsilon", 1e-3}}), {x, s, b, m, v});
+}
+
+Attrs conv_attrs(std::vector<int64_t> pads = {1, 1, 1, 1}, int64_t group = 1) {
+  return Attrs("conv2d", {{"pads", pads}, {"group", group}});
+}
+
+TEST(SimplifyInference, FoldsBatchNormIntoConvWithAndWithoutBias) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 3, 8, 8}, f32});
+  ValueId c1 = g.add("conv1", "conv2d", conv_attrs(),
+                     {x, param(g, "w1", {8, 3, 3, 3}, 1), param(g, "b1", {8}, 2)});
+  ValueId r = g.add("relu", "relu", Attrs(), {batch_norm(g, "bn1", c1, 8, 10)});
+  ValueId c2 =
+      g.add("conv2", "conv2d", conv_attrs({0, 0, 0, 0}, 2), {r, param(g, "w2", {6, 4, 1, 1}, 3)});
+  g.add_output(batch_norm(g, "bn2", c2, 6, 20));
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_op(s, "batch_norm"), 0) << s.str();
+  EXPECT_EQ(count_op(s, "conv2d"), 2);
+  EXPECT_NE(s.find("bn2"), -1) << "the output keeps its name";
+  expect_same_outputs(g, s);
+}
+
+TEST(SimplifyInference, FoldsChannelScalesAndShiftsAfterConv) {
+  Graph g;
+  ValueId x = g.add_input("x", {{2, 4, 6, 6}, f32});
+  ValueId c = g.add("conv", "conv2d", conv_attrs(), {x, param(g, "w", {5, 4, 3, 3}, 1)});
+  ValueId m = g.add("scale", "mul", Attrs(), {param(g, "s", {1, 5, 1, 1}, 2), c});
+  ValueId a = g.add("shift", "add", Attrs(), {m, param(g, "t", {5, 1, 1}, 3)});
+  ValueId k = g.add("scalar", "mul", Attrs(), {a, param(g, "k", {1}, 4)});
+  ValueId d = g.add("div", "div", Attrs(), {k, param(g, "dv", {5, 1, 1}, 5, 0.5f, 2.0f)});
+  ValueId sb = g.add("sub", "sub", Attrs(), {d, param(g, "sv", {1, 1, 1, 1}, 6)});
+  ValueId rs = g.add("rsub", "sub", Attrs(), {param(g, "rv", {1}, 7), sb});  // c - x: kept
+  g.add_output(g.add("relu", "relu", Attrs(), {rs}));
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_op(s, "mul") + count_op(s, "add") + count_op(s, "div"), 0) << s.str();
+  EXPECT_EQ(count_op(s, "sub"), 1) << s.str();
+  expect_same_outputs(g, s);
+}
+
+TEST(SimplifyInference, FoldsIntoDenseAndTransposedConv) {
+  Graph g;
+  ValueId x = g.add_input("x", {{3, 10}, f32});
+  ValueId d = g.add("fc", "dense", Attrs(), {x, param(g, "w", {7, 10}, 1), param(g, "b", {7}, 2)});
+  g.add_output(batch_norm(g, "bn", d, 7, 5));
+  ValueId y = g.add_input("y", {{1, 4, 5, 5}, f32});
+  ValueId t = g.add(
+      "deconv", "conv2d_transpose",
+      Attrs("conv2d_transpose", {{"strides", std::vector<int64_t>{2, 2}}, {"group", int64_t{2}}}),
+      {y, param(g, "wt", {4, 3, 4, 4}, 3)});
+  g.add_output(batch_norm(g, "bn_t", t, 6, 30));
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_op(s, "batch_norm"), 0) << s.str();
+  expect_same_outputs(g, s);
+}
+
+TEST(SimplifyInference, LeavesSharedAndNonConstantOperandsAlone) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 4, 5, 5}, f32});
+  ValueId z = g.add_input("z", {{1, 4, 5, 5}, f32});
+  ValueId c = g.add("conv", "conv2d", conv_attrs(), {x, param(g, "w", {4, 4, 3, 3}, 1)});
+  ValueId bn = batch_norm(g, "bn", c, 4, 3);
+  g.add_output(bn);
+  g.add_output(g.add("other", "relu", Attrs(), {c}));  // conv output used twice
+  ValueId c2 = g.add("conv2", "conv2d", conv_attrs(), {x, param(g, "w2", {4, 4, 3, 3}, 2)});
+  g.add_output(g.add("mul_var", "mul", Attrs(), {c2, z}));  // not a constant
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_op(s, "batch_norm"), 1);
+  EXPECT_EQ(count_op(s, "mul"), 1);
+  expect_same_outputs(g, s);
+}
+
+TEST(FoldConstants, EvaluatesConstantSubgraphs) {
+  Graph g;
+  ValueId x = g.add_input("x", {{4, 3}, f32});
+  ValueId a = param(g, "a", {3, 4}, 1);
+  ValueId t =
+      g.add("t", "transpose", Attrs("transpose", {{"perm", std::vector<int64_t>{1, 0}}}), {a});
+  ValueId e = g.add("e", "exp", Attrs(), {t});
+  ValueId y = g.add("y", "add", Attrs(), {x, e});
+  g.add_output(y);
+  Graph f = fold_constants(g);
+  EXPECT_EQ(f.num_nodes(), 1u) << f.str();
+  EXPECT_EQ(f.nodes()[0].op, "add");
+  EXPECT_EQ(f.find("a"), -1) << "the consumed constant is gone";
+  EXPECT_EQ(f.find("t"), -1) << "the chain's intermediate result is not kept";
+  expect_same_outputs(g, f);
+  // The folded value is the transposed exponential.
+  const Value& c = f.value(f.nodes()[0].inputs[1]);
+  ASSERT_EQ(c.kind, ValueKind::kConstant);
+  EXPECT_EQ(c.type.shape, (std::vector<int64_t>{4, 3}));
+  EXPECT_FLOAT_EQ(c.data.data_as<float>()[1 * 3 + 2],
+                  std::exp(g.value(a).data.data_as<float>()[2 * 4 + 1]));
+}
+
+TEST(FoldConstants, SkipsBroadcastsThatBlowUpTheSize) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 64, 32, 32}, f32});
+  ValueId s = param(g, "s", {1}, 1);
+  ValueId big = g.add("big", "expand",
+                      Attrs("expand", {{"shape", std::vector<int64_t>{1, 64, 32, 32}}}), {s});
+  ValueId small =
+      g.add("small", "expand", Attrs("expand", {{"shape", std::vector<int64_t>{4, 4}}}), {s});
+  g.add_output(g.add("y", "add", Attrs(), {x, big}));
+  g.add_output(small);
+  Graph f = fold_constants(g);
+  EXPECT_EQ(count_op(f, "expand"), 1) << f.str();  // 256 KiB from 4 bytes: kept
+  EXPECT_EQ(f.value(f.outputs()[1]).kind, ValueKind::kConstant);
+  expect_same_outputs(g, f);
+}
+
+TEST(EliminateDeadCode, RemovesNodesThatReachNoOutput) {
+  Graph g;
+  ValueId x = g.add_input("x", {{8}, f32});
+  ValueId dead = g.add("dead", "exp", Attrs(), {x});
+  g.add("dead2", "relu", Attrs(), {dead});
+  ValueId unused_const = param(g, "unused", {8}, 3);
+  g.add("dead3", "add", Attrs(), {x, unused_const});
+  g.add_output(g.add("live", "relu", Attrs(), {x}));
+  Graph d = eliminate_dead_code(g);
+  EXPECT_EQ(d.num_nodes(), 1u) << d.str();
+  EXPECT_EQ(d.find("unused"), -1);
+  EXPECT_EQ(d.inputs().size(), 1u);
+  expect_same_outputs(g, d);
+}
+
+TEST(EliminateCommonSubexpressions, MergesIdenticalNodes) {
+  Graph g;
+  ValueId x = g.add_input("x", {{8}, f32});
+  ValueId a1 = g.add("a1", "clip", Attrs("clip", {{"min", 0.0}, {"max", 0.5}}), {x});
+  ValueId a2 = g.add("a2", "clip", Attrs("clip", {{"min", 0.0}, {"max", 0.5}}), {x});
+  ValueId a3 = g.add("a3", "clip", Attrs("clip", {{"min", 0.0}, {"max", 0.25}}), {x});
+  ValueId b1 = g.add("b1", "exp", Attrs(), {a1});
+  ValueId b2 = g.add("b2", "exp", Attrs(), {a2});  // the same after a2 -> a1
+  ValueId s = g.add("s", "add", Attrs(), {b1, b2});
+  g.add_output(g.add("y", "add", Attrs(), {s, a3}));
+  Graph c = eliminate_common_subexpressions(g);
+  EXPECT_EQ(count_op(c, "clip"), 2) << c.str();
+  EXPECT_EQ(count_op(c, "exp"), 1) << c.str();
+  expect_same_outputs(g, c);
+}
+
+TEST(EliminateCommonSubexpressions, KeepsDuplicateGraphOutputs) {
+  Graph g;
+  ValueId x = g.add_input("x", {{8}, f32});
+  g.add_output(g.add("a", "exp", Attrs(), {x}));
+  g.add_output(g.add("b", "exp", Attrs(), {x}));
+  Graph c = eliminate_common_subexpressions(g);
+  EXPECT_EQ(c.outputs().size(), 2u);
+  expect_same_outputs(g, c);
+}
+
+TEST(RunPasses, AppliesInOrderAndPrints) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 3, 8, 8}, f32});
+  ValueId c = g.add("conv", "conv2d", conv_attrs(), {x, param(g, "w", {4, 3, 3, 3}, 1)});
+  ValueId bn = batch_norm(g, "bn", c, 4, 2);
+  g.add("dead", "exp", Attrs(), {bn});
+  g.add_output(g.add("relu", "relu", Attrs(), {bn}));
+  std::vector<Pass> passes = {
+      {"dce", eliminate_dead_code},
+      {"simplify", simplify_inference},
+      {"fold", fold_constants},
+  };
+  ::testing::internal::CaptureStderr();
+  Graph r = run_passes(g, passes, {"simplify"});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, ::testing::HasSubstr("// after simplify"));
+  EXPECT_THAT(err, ::testing::Not(::testing::HasSubstr("// after dce")));
+  EXPECT_THAT(err, ::testing::HasSubstr("conv2d("));
+  EXPECT_EQ(r.num_nodes(), 2u) << r.str();
+  expect_same_outputs(g, r);
+
+  ::testing::internal::CaptureStderr();
+  run_passes(g, passes, {"all"});
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, ::testing::HasSubstr("// after dce"));
+  EXPECT_THAT(err, ::testing::HasSubstr("// after fold"));
+  EXPECT_THROW(run_passes(g, passes, {"nope"}), anvil::Error);
+}
+
+}  // namespace
+}  // namespace anvil::graph
