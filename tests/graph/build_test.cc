@@ -1,0 +1,174 @@
+// Compiled graphs (CompiledGraph): each fused group one kernel, run over the planned arena, and
+// compared with the reference interpreter on the original graph.
+#include "anvil/graph/build.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "anvil/graph/interpreter.h"
+#include "anvil/models/models.h"
+#include "anvil/support/error.h"
+#include "graph/passes_testing.h"
+
+namespace anvil::graph {
+namespace {
+
+using namespace pt;
+using ops::Attrs;
+
+// Max |got - want| <= tol * max |want| per output (and the same shapes).
+void expect_close(const std::vector<runtime::NDArray>& got,
+                  const std::vector<runtime::NDArray>& want, const std::string& what,
+                  double tol = 1e-4) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape()) << what << " output " << o;
+    ASSERT_EQ(got[o].numel(), want[o].numel());
+    double max_want = 0, max_err = 0;
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      double w = want[o].data_as<float>()[i], g = got[o].data_as<float>()[i];
+      max_want = std::max(max_want, std::abs(w));
+      max_err = std::max(max_err, std::isnan(g) ? INFINITY : std::abs(g - w));
+    }
+    EXPECT_LE(max_err, tol * max_want)
+        << what << " output " << o << " (max |want| " << max_want << ")";
+  }
+}
+
+// Builds g with every fuse / alter_layout combination, checks each against the interpreter and
+// returns the kernel counts {fused, unfused} (with alter_layout on).
+std::pair<size_t, size_t> check_all(const Graph& g, const std::vector<runtime::NDArray>& inputs,
+                                    const std::string& what) {
+  std::vector<runtime::NDArray> want = interpret(g, inputs);
+  size_t counts[2] = {0, 0};
+  for (bool fuse : {true, false}) {
+    for (bool layout : {true, false}) {
+      BuildOptions opt;
+      opt.fuse = fuse;
+      opt.alter_layout = layout;
+      CompiledGraph cg = CompiledGraph::build(g, Target::host(), opt);
+      std::string tag = what + (fuse ? " fused" : " unfused") + (layout ? " nchwc" : " nchw");
+      expect_close(cg.run(inputs), want, tag + "\n" + cg.summary());
+      if (layout) counts[fuse ? 0 : 1] = cg.num_kernels();
+      // Every kernel got its operators' schedule (none fell back to the default loop nests).
+      EXPECT_EQ(cg.summary().find("default loops"), std::string::npos) << tag << cg.summary();
+    }
+  }
+  return {counts[0], counts[1]};
+}
+
+TEST(Build, ConvBiasReluResidual) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 8, 10, 10}, f32});
+  ValueId w = g.add_constant("w", random_array({8, 8, 3, 3}, 1));
+  ValueId b = g.add_constant("b", random_array({1, 8, 1, 1}, 2));
+  Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ValueId c = g.add("conv", "conv2d", pads, {x, w});
+  ValueId cb = g.add("bias", "add", Attrs(), {c, b});
+  ValueId r = g.add("relu", "relu", Attrs(), {cb});
+  ValueId s = g.add("res", "add", Attrs(), {r, x});
+  ValueId c2 = g.add("conv2", "conv2d", pads, {s, w});
+  g.add_output(g.add("relu2", "relu", Attrs(), {c2}));
+  auto [fused, unfused] = check_all(g, random_inputs(g), "conv block");
+  EXPECT_LT(fused, unfused);
+}
+
+TEST(Build, DenseRelu) {
+  Graph g;
+  ValueId x = g.add_input("x", {{4, 32}, f32});
+  ValueId w = g.add_constant("w", random_array({16, 32}, 3));
+  ValueId d = g.add("fc", "dense", Attrs(), {x, w});
+  ValueId r = g.add("relu", "relu", Attrs(), {d});
+  g.add_output(r);
+  auto [fused, unfused] = check_all(g, random_inputs(g), "dense+relu");
+  EXPECT_EQ(fused, 1u);
+  EXPECT_EQ(unfused, 2u);
+}
+
+TEST(Build, SoftmaxWithInjectiveProducers) {
+  Graph g;
+  ValueId x = g.add_input("x", {{3, 20}, f32});
+  ValueId e = g.add("e", "exp", Attrs(), {x});
+  ValueId a = g.add("a", "add", Attrs(), {e, x});
+  ValueId sm = g.add("softmax", "softmax", Attrs(), {a});
+  g.add_output(sm);
+  auto [fused, unfused] = check_all(g, random_inputs(g), "softmax");
+  EXPECT_LT(fused, unfused);
+}
+
+TEST(Build, InjectiveChainIsOneKernel) {
+  Graph g;
+  ValueId x = g.add_input("x", {{4, 6}, f32});
+  ValueId y = g.add_input("y", {{6, 4}, f32});
+  ValueId t =
+      g.add("t", "transpose", Attrs("transpose", {{"perm", std::vector<int64_t>{1, 0}}}), {x});
+  ValueId s = g.add("s", "add", Attrs(), {t, y});
+  ValueId e = g.add("e", "exp", Attrs(), {s});
+  ValueId m = g.add("m", "mul", Attrs(), {e, y});
+  g.add_output(m);
+  auto [fused, unfused] = check_all(g, random_inputs(g), "injective chain");
+  EXPECT_EQ(fused, 1u);
+  EXPECT_EQ(unfused, 4u);
+}
+
+TEST(Build, SplitMultipleOutputsAndInputAsOutput) {
+  Graph g;
+  ValueId x = g.add_input("x", {{4, 6}, f32});
+  std::vector<ValueId> parts =
+      g.add_node("split", "split", Attrs("split", {{"num_outputs", int64_t{2}}}), {x});
+  ValueId t = g.add("tanh", "tanh", Attrs(), {parts[0]});
+  ValueId u = g.add("neg", "neg", Attrs(), {parts[1]});
+  g.add_output(t);
+  g.add_output(u);
+  g.add_output(x);
+  check_all(g, random_inputs(g), "split");
+}
+
+void check_model(const std::string& name) {
+  Graph g = models::build_model(name);
+  auto [fused, unfused] = check_all(g, models::example_inputs(g), name);
+  EXPECT_LT(fused, unfused) << name;
+}
+
+TEST(Build, ModelDqn) {
+  check_model("dqn");
+}
+
+TEST(Build, ModelDcgan) {
+  check_model("dcgan");
+}
+
+TEST(Build, InputErrorsAndConcurrentRuns) {
+  Graph g;
+  ValueId x = g.add_input("x", {{2, 8}, f32});
+  g.add_output(g.add("r", "relu", Attrs(), {g.add("e", "exp", Attrs(), {x})}));
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  EXPECT_NE(cg.summary().find("1 kernels"), std::string::npos) << cg.summary();
+  BuildOptions unfused;
+  unfused.fuse = false;
+  CompiledGraph cu = CompiledGraph::build(g, Target::host(), unfused);
+  EXPECT_EQ(cu.num_kernels(), 2u);
+  EXPECT_EQ(cu.memory_plan().planned_bytes, 64);  // exp's output, between the two kernels
+  expect_close(cu.run({random_array({2, 8}, 5)}), interpret(g, {random_array({2, 8}, 5)}),
+               "unfused");
+  try {
+    cg.run({random_array({2, 9}, 1)});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cg.run({}), Error);
+  std::vector<runtime::NDArray> in = random_inputs(g);
+  std::vector<runtime::NDArray> want = interpret(g, in);
+  std::vector<std::thread> threads;
+  std::vector<std::vector<runtime::NDArray>> got(4);
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = cg.run(in); });
+  for (std::thread& t : threads) t.join();
+  for (const auto& o : got) expect_close(o, want, "concurrent run");
+}
+
+}  // namespace
+}  // namespace anvil::graph
