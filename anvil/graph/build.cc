@@ -27,16 +27,6 @@ namespace anvil::graph {
 
 namespace {
 
-ops::TensorType type_of(const runtime::NDArray& a) {
-  return {a.shape(), ops::from_dlpack(a.dtype())};
-}
-
-runtime::NDArray copy_of(const runtime::NDArray& a) {
-  runtime::NDArray c = runtime::NDArray::empty(a.shape(), a.dtype());
-  if (a.nbytes() > 0) std::memcpy(c.data(), a.data(), a.nbytes());
-  return c;
-}
-
 std::string node_list(const Graph& g, const std::vector<NodeId>& nodes) {
   std::string s;
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -230,19 +220,7 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
 std::vector<runtime::NDArray> CompiledGraph::run(
     const std::vector<runtime::NDArray>& inputs) const {
   const Graph& g = graph_;
-  std::string names;
-  for (size_t i = 0; i < g.inputs().size(); ++i)
-    names += (i ? ", " : "") + ("'" + g.value(g.inputs()[i]).name + "'");
-  ANVIL_CHECK(inputs.size() == g.inputs().size(), "run: the graph has ", g.inputs().size(),
-              " input(s) (", names, "), but ", inputs.size(), " were given");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = g.value(g.inputs()[i]);
-    ANVIL_CHECK(inputs[i].defined(), "input '", v.name, "': expected ", ops::to_string(v.type),
-                ", got an undefined array");
-    ops::TensorType got = type_of(inputs[i]);
-    ANVIL_CHECK(got == v.type, "input '", v.name, "': expected ", ops::to_string(v.type), ", got ",
-                ops::to_string(got));
-  }
+  check_inputs(g, inputs, "run");
 
   // Storage: inputs as given, constants from the graph, planned values in the arena, the rest
   // (graph outputs, values the plan leaves out) in arrays of their own.

@@ -1,5 +1,6 @@
 #include "anvil/graph/graph.h"
 
+#include <cstring>
 #include <sstream>
 
 #include "anvil/support/error.h"
@@ -26,7 +27,36 @@ std::string attr_str(const ops::AttrValue& v) {
   return os.str();
 }
 
+std::string input_names(const Graph& g) {
+  std::string s;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    s += (i ? ", " : "") + ("'" + g.value(g.inputs()[i]).name + "'");
+  return s;
+}
 }  // namespace
+
+ops::TensorType type_of(const runtime::NDArray& a) {
+  return {a.shape(), ops::from_dlpack(a.dtype())};
+}
+
+runtime::NDArray copy_of(const runtime::NDArray& a) {
+  runtime::NDArray c = runtime::NDArray::empty(a.shape(), a.dtype());
+  if (a.nbytes() > 0) std::memcpy(c.data(), a.data(), a.nbytes());
+  return c;
+}
+
+void check_inputs(const Graph& g, const std::vector<runtime::NDArray>& inputs, const char* caller) {
+  ANVIL_CHECK(inputs.size() == g.inputs().size(), caller, ": the graph has ", g.inputs().size(),
+              " input(s) (", input_names(g), "), but ", inputs.size(), " were given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = g.value(g.inputs()[i]);
+    ANVIL_CHECK(inputs[i].defined(), "input '", v.name, "': expected ", ops::to_string(v.type),
+                ", got an undefined array");
+    ops::TensorType got = type_of(inputs[i]);
+    ANVIL_CHECK(got == v.type, "input '", v.name, "': expected ", ops::to_string(v.type), ", got ",
+                ops::to_string(got));
+  }
+}
 
 ValueId Graph::new_value(Value v) {
   ANVIL_CHECK(!v.name.empty(), "graph: a value needs a name");

@@ -88,6 +88,13 @@ class Graph {
   std::map<std::string, NodeId> node_names_;
 };
 
+// The type of a host array, a copy of one, and the check every runner of a graph makes of its
+// inputs (one per graph input, in order; errors name the input and what was expected and start
+// with `caller`).
+ops::TensorType type_of(const runtime::NDArray& a);
+runtime::NDArray copy_of(const runtime::NDArray& a);
+void check_inputs(const Graph& g, const std::vector<runtime::NDArray>& inputs, const char* caller);
+
 // Helps a pass build a new graph from an old one: map() gives the new value for an old one;
 // copy_node() re-adds an old node on the mapped inputs; copy_inputs/outputs carry the graph's
 // interface over. A pass replaces a node by calling out().add(...) and set()ting the old outputs

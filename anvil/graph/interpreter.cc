@@ -13,43 +13,11 @@
 
 namespace anvil::graph {
 
-namespace {
-
-ops::TensorType type_of(const runtime::NDArray& a) {
-  return {a.shape(), ops::from_dlpack(a.dtype())};
-}
-
-runtime::NDArray copy_of(const runtime::NDArray& a) {
-  runtime::NDArray c = runtime::NDArray::empty(a.shape(), a.dtype());
-  if (a.nbytes() > 0) std::memcpy(c.data(), a.data(), a.nbytes());
-  return c;
-}
-
-std::string input_names(const Graph& g) {
-  std::string s;
-  for (size_t i = 0; i < g.inputs().size(); ++i)
-    s += (i ? ", " : "") + ("'" + g.value(g.inputs()[i]).name + "'");
-  return s;
-}
-
-void check_inputs(const Graph& g, const std::vector<runtime::NDArray>& inputs) {
-  ANVIL_CHECK(inputs.size() == g.inputs().size(), "interpret: the graph has ", g.inputs().size(),
-              " input(s) (", input_names(g), "), but ", inputs.size(), " were given");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = g.value(g.inputs()[i]);
-    ANVIL_CHECK(inputs[i].defined(), "input '", v.name, "': expected ", ops::to_string(v.type),
-                ", got an undefined array");
-    ops::TensorType got = type_of(inputs[i]);
-    ANVIL_CHECK(got == v.type, "input '", v.name, "': expected ", ops::to_string(v.type), ", got ",
-                ops::to_string(got));
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<runtime::NDArray> interpret(const Graph& g,
                                         const std::vector<runtime::NDArray>& inputs) {
-  check_inputs(g, inputs);
+  check_inputs(g, inputs, "interpret");
 
   // The last node reading each value (graph outputs are never released).
   std::vector<NodeId> last_use(g.num_values(), -1);

@@ -158,10 +158,6 @@ std::vector<TensorType> infer_types(const std::vector<TensorType>& in, const Att
   return {{out_shape(p), DataType::Float32()}};
 }
 
-TensorType type_of(const te::Tensor& t) {
-  return {shape_of(t), t->dtype};
-}
-
 // ---- compute
 
 // i clamped to [0, n): keeps the loads under a select inside the tensor.

@@ -173,10 +173,6 @@ Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
 
 namespace {
 
-TensorType type_of(const te::Tensor& t) {
-  return {shape_of(t), t->dtype};
-}
-
 std::vector<TensorType> infer(const std::vector<TensorType>& in, const Attrs& attrs) {
   Params p = parse(in, attrs);
   return {{{p.N, p.Ob, p.OH, p.OW, p.ob}, DataType::Float32()}};

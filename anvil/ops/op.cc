@@ -163,6 +163,10 @@ std::vector<int64_t> shape_of(const te::Tensor& t) {
   return out;
 }
 
+TensorType type_of(const te::Tensor& t) {
+  return {shape_of(t), t->dtype};
+}
+
 int64_t knob(const Config& config, const std::string& name, int64_t fallback) {
   auto it = config.find(name);
   return it == config.end() ? fallback : it->second;

@@ -107,6 +107,7 @@ std::vector<std::string> registered_ops();
 // Helpers shared by the families.
 std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape);
 std::vector<int64_t> shape_of(const te::Tensor& t);
+TensorType type_of(const te::Tensor& t);
 // The value of knob `name` in `config`, or `fallback`.
 int64_t knob(const Config& config, const std::string& name, int64_t fallback);
 // Between IR scalar types and DLPack's (bool is stored as one byte, code 6, as DLPack 0.8 has

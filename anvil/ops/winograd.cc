@@ -256,10 +256,6 @@ std::vector<int64_t> conv_shape(const ConvParams& p) {
   return {p.N, p.OB, p.OH, p.OW, p.ob};
 }
 
-TensorType type_of(const te::Tensor& t) {
-  return {shape_of(t), t->dtype};
-}
-
 // ---- compute helpers
 
 Expr fconst(double v) {
