@@ -12,6 +12,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # bench_ops' baseline (its CMake config requires OpenCL)
   libonnx-dev libprotobuf-dev protobuf-compiler  # the ONNX importer
   libonnx-testdata  # its conformance test (the ONNX backend node tests)
+  nlohmann-json3-dev  # the artifact's graph JSON (compiler and runtime)
+  libcli11-dev  # the anvil command line
 )
 
 missing=()

@@ -19,8 +19,16 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "anvil/codegen/c/codegen_c.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/lower/lower.h"
+#include "anvil/runtime/module.h"
 #include "anvil/support/error.h"
 
 namespace anvil::graph {
@@ -130,7 +138,101 @@ void inline_stages(te::Schedule& s, const std::vector<te::Tensor>& outs,
   }
 }
 
+// A unique, readable name per constant (value names are unique in a well-formed graph, but the
+// artifact must not depend on it).
+std::string param_name(const Graph& g, ValueId v, std::set<std::string>& taken) {
+  std::string name = g.value(v).name.empty() ? "const" : g.value(v).name;
+  if (!taken.insert(name).second) {
+    name += "#" + std::to_string(v);
+    taken.insert(name);
+  }
+  return name;
+}
+
+// Compiles the C source of `funcs` with the system compiler into a temporary library and returns
+// its bytes (the artifact embeds them; load_c loads them).
+std::string compile_c(const std::vector<ir::LoweredFunc>& funcs) {
+  namespace fs = std::filesystem;
+  static std::atomic<int> counter{0};
+  fs::path dir = fs::temp_directory_path() /
+                 ("anvil-c-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::create_directories(dir);
+  std::string bytes;
+  try {
+    codegen::build_c(funcs, (dir / "kernels.so").string());
+    std::ifstream f(dir / "kernels.so", std::ios::binary);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    bytes = ss.str();
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+    throw;
+  }
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  ANVIL_CHECK(!bytes.empty(), "build: the C compiler produced an empty library");
+  return bytes;
+}
+
 }  // namespace
+
+// The executor's program: a slot per value the kernels touch (graph inputs first), each stored
+// where the plan puts it; an unplanned intermediate is released after the last kernel touching
+// it, graph outputs are kept.
+runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
+  const Graph& g = cg.graph_;
+  runtime::GraphProgram p;
+  p.target = cg.target_.str();
+  p.arena_bytes = cg.plan_.planned_bytes;
+  std::vector<int32_t> slot(g.num_values(), -1);
+  std::set<std::string> taken;
+  auto slot_of = [&](ValueId v) {
+    if (slot[v] >= 0) return slot[v];
+    const Value& val = g.value(v);
+    runtime::GraphProgram::Slot s;
+    s.name = val.name;
+    s.shape = val.type.shape;
+    s.dtype = ops::to_dlpack(val.type.dtype);
+    if (val.kind == ValueKind::kInput) {
+      s.storage = runtime::GraphProgram::Storage::kInput;
+      auto it = std::find(g.inputs().begin(), g.inputs().end(), v);
+      s.offset = it - g.inputs().begin();
+    } else if (val.kind == ValueKind::kConstant) {
+      s.storage = runtime::GraphProgram::Storage::kParam;
+      s.offset = static_cast<int64_t>(p.params.size());
+      p.params.push_back(val.data);
+      p.param_names.push_back(param_name(g, v, taken));
+    } else if (static_cast<size_t>(v) < cg.plan_.offset.size() && cg.plan_.offset[v] >= 0) {
+      s.storage = runtime::GraphProgram::Storage::kArena;
+      s.offset = cg.plan_.offset[v];
+    }
+    slot[v] = static_cast<int32_t>(p.slots.size());
+    p.slots.push_back(std::move(s));
+    return slot[v];
+  };
+  for (ValueId v : g.inputs()) p.inputs.push_back(slot_of(v));
+  std::vector<int64_t> last(g.num_values(), -1);
+  for (size_t i = 0; i < cg.kernels_.size(); ++i) {
+    const Kernel& k = cg.kernels_[i];
+    runtime::GraphProgram::Call c;
+    c.kernel = k.name;
+    c.nodes = node_list(g, k.nodes);
+    for (ValueId v : k.args) {
+      c.args.push_back(slot_of(v));
+      last[v] = static_cast<int64_t>(i);
+    }
+    p.calls.push_back(std::move(c));
+  }
+  for (ValueId v : g.outputs()) {
+    p.outputs.push_back(slot_of(v));
+    last[v] = -1;
+  }
+  for (size_t v = 0; v < g.num_values(); ++v)
+    if (last[v] >= 0 && p.slots[slot[v]].storage == runtime::GraphProgram::Storage::kOwned)
+      p.calls[static_cast<size_t>(last[v])].release.push_back(slot[v]);
+  return p;
+}
 
 CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
                                    const BuildOptions& options) {
@@ -200,96 +302,40 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     }
     cg.kernels_.push_back(std::move(k));
   }
-  // Each unplanned intermediate (an unused output, a value the plan leaves out) is released after
-  // the last kernel that touches it; graph outputs are kept.
-  std::vector<int64_t> last(gr.num_values(), -1);
-  for (size_t i = 0; i < cg.kernels_.size(); ++i)
-    for (ValueId v : cg.kernels_[i].args) last[v] = static_cast<int64_t>(i);
-  for (ValueId v : gr.outputs()) last[v] = -1;
-  for (size_t v = 0; v < gr.num_values(); ++v) {
-    bool planned = v < cg.plan_.offset.size() && cg.plan_.offset[v] >= 0;
-    if (last[v] >= 0 && !planned &&
-        gr.value(static_cast<ValueId>(v)).kind == ValueKind::kNodeOutput)
-      cg.kernels_[static_cast<size_t>(last[v])].release.push_back(static_cast<ValueId>(v));
+  if (target.kind == Target::Kind::kC) {
+    cg.c_library_ = compile_c(funcs);
+  } else {
+    cg.module_ = codegen::LLVMModule::compile(funcs, target);
   }
-  cg.module_ = codegen::LLVMModule::compile(funcs, target);
-  for (Kernel& k : cg.kernels_) k.fn = cg.module_->get_function(k.name);
+  cg.target_ = target;
+  cg.program_ = make_program(cg);
+  runtime::GraphProgram program = cg.program_;
+  if (cg.module_) {
+    for (runtime::GraphProgram::Call& c : program.calls) c.fn = cg.module_->get_function(c.kernel);
+    program.keep_alive = cg.module_;
+  } else {
+    std::shared_ptr<runtime::Module> module;
+    try {
+      module = std::make_shared<runtime::Module>(
+          runtime::Module::load_from_memory(cg.c_library_, "the C kernels"));
+    } catch (const std::runtime_error& e) {
+      ANVIL_FAIL("build: ", e.what());
+    }
+    for (runtime::GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
+    program.keep_alive = module;
+  }
+  cg.model_ = runtime::Model(std::move(program));
   return cg;
 }
 
 std::vector<runtime::NDArray> CompiledGraph::run(
     const std::vector<runtime::NDArray>& inputs) const {
-  const Graph& g = graph_;
-  check_inputs(g, inputs, "run");
-
-  // Storage: inputs as given, constants from the graph, planned values in the arena, the rest
-  // (graph outputs, values the plan leaves out) in arrays of their own.
-  size_t nv = g.num_values();
-  std::vector<const DLTensor*> where(nv, nullptr);
-  std::vector<runtime::NDArray> own(nv);
-  std::vector<DLTensor> views(nv);
-  std::vector<std::vector<int64_t>> shapes(nv);
-  runtime::NDArray arena;
-  if (plan_.planned_bytes > 0)
-    arena = runtime::NDArray::empty({plan_.planned_bytes}, DLDataType{kDLUInt, 8, 1});
-  for (size_t i = 0; i < inputs.size(); ++i) where[g.inputs()[i]] = inputs[i].get();
-  for (size_t v = 0; v < nv; ++v) {
-    const Value& val = g.value(static_cast<ValueId>(v));
-    if (val.kind == ValueKind::kConstant) {
-      where[v] = val.data.get();
-    } else if (val.kind == ValueKind::kNodeOutput) {
-      int64_t off = v < plan_.offset.size() ? plan_.offset[v] : -1;
-      if (off >= 0) {
-        shapes[v] = val.type.shape;
-        DLTensor& t = views[v];
-        t.data = static_cast<uint8_t*>(arena.data()) + off;
-        t.device = DLDevice{kDLCPU, 0};
-        t.ndim = static_cast<int32_t>(shapes[v].size());
-        t.dtype = ops::to_dlpack(val.type.dtype);
-        t.shape = shapes[v].data();
-        t.strides = nullptr;
-        t.byte_offset = 0;
-        where[v] = &views[v];
-      }
-    }
+  check_inputs(graph_, inputs, "run");
+  try {
+    return model_.run(inputs);
+  } catch (const std::runtime_error& e) {
+    ANVIL_FAIL("run: ", e.what());
   }
-  for (const Kernel& k : kernels_) {
-    std::vector<const DLTensor*> args;
-    args.reserve(k.args.size());
-    for (ValueId v : k.args) {
-      if (!where[v]) {
-        const Value& val = g.value(v);
-        own[v] = runtime::NDArray::empty(val.type.shape, ops::to_dlpack(val.type.dtype));
-        where[v] = own[v].get();
-      }
-      args.push_back(where[v]);
-    }
-    int32_t status = k.fn(args.data(), static_cast<int32_t>(args.size()), nullptr);
-    ANVIL_CHECK(status == 0, "run: kernel ", k.name, " (nodes ", node_list(g, k.nodes),
-                ") failed: ", AnvilGetLastError());
-    for (ValueId v : k.release) {
-      own[v] = runtime::NDArray();
-      where[v] = nullptr;
-    }
-  }
-
-  std::vector<runtime::NDArray> results;
-  results.reserve(g.outputs().size());
-  for (ValueId v : g.outputs()) {
-    const Value& val = g.value(v);
-    if (val.kind == ValueKind::kNodeOutput && own[v].defined()) {
-      results.push_back(own[v]);
-    } else if (val.kind == ValueKind::kConstant) {
-      results.push_back(copy_of(val.data));
-    } else {
-      ANVIL_ICHECK(where[v], "run: output '", val.name, "' was never computed");
-      // A graph input, or (not expected) a planned value: copy it out.
-      runtime::NDArray c = runtime::NDArray::empty(val.type.shape, ops::to_dlpack(val.type.dtype));
-      if (c.nbytes() > 0) std::memcpy(c.data(), where[v]->data, c.nbytes());
-      results.push_back(c);
-    }
-  }
-  return results;
 }
 
 std::string CompiledGraph::summary() const {

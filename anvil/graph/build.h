@@ -1,6 +1,9 @@
 // Graph compilation: the pass pipeline, fusion, one kernel per fused group (the group's ops'
 // tensor expressions in one schedule, scheduled by the group's anchor), all compiled into one
-// LLVM module, and an executor that runs the kernels in order over a statically planned arena.
+// module (LLVM, JIT-compiled; or C, compiled by the system compiler), and the program the
+// runtime's graph executor runs: the kernel calls in order over a statically planned arena. The
+// same program, with the kernels as a shared library and the constants, is the artifact save()
+// writes.
 #pragma once
 
 #include <memory>
@@ -10,6 +13,8 @@
 #include "anvil/graph/graph.h"
 #include "anvil/graph/passes.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/graph_executor.h"
+#include "anvil/runtime/model.h"
 #include "anvil/target/target.h"
 
 namespace anvil::codegen {
@@ -17,6 +22,12 @@ class LLVMModule;
 }
 
 namespace anvil::graph {
+
+struct SaveOptions {
+  // Parameters in a separate safetensors file beside the library (model.so ->
+  // model.safetensors) instead of inside it; the artifact records its size and checksum.
+  bool separate_params = false;
+};
 
 struct BuildOptions {
   bool fuse = true;                      // false: one kernel per node (the ablation switch)
@@ -27,14 +38,21 @@ struct BuildOptions {
 class CompiledGraph {
  public:
   // Runs the pass pipeline on `g`, fuses, and compiles one kernel per fused group for `target`
-  // (which must be the host's architecture to run). Throws anvil::Error naming the group's nodes
-  // when a group cannot be compiled.
+  // (which must be the host's architecture to run; target "c" compiles generated C with the
+  // system compiler). Throws anvil::Error naming the group's nodes when a group cannot be
+  // compiled.
   static CompiledGraph build(const Graph& g, const Target& target, const BuildOptions& options);
 
   // Runs the compiled graph: one array per graph input (checked against its name, shape and
   // dtype, as graph::interpret does); returns the outputs in order (fresh arrays). Safe to call
   // concurrently: each run has its own arena.
   std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs) const;
+
+  // Writes the artifact (anvil/runtime/artifact.h): the kernels as a shared library, the
+  // executor's program as JSON and the constants in safetensors layout, behind a trailer with
+  // magic, format version and checksum. runtime::Model::load(path) runs it. Throws anvil::Error
+  // naming the path when it cannot be written or linked.
+  void save(const std::string& path, const SaveOptions& options = {}) const;
 
   // The kernels with their ops and schedules, and the memory totals.
   std::string summary() const;
@@ -48,16 +66,23 @@ class CompiledGraph {
     std::vector<NodeId> nodes;  // the group's nodes
     std::vector<ValueId> args;  // inputs, then outputs (every sink output)
     size_t num_inputs = 0;
-    std::string schedule;          // which schedule was applied
-    std::vector<ValueId> release;  // unplanned intermediates no later kernel reads
-    AnvilKernel fn = nullptr;
+    std::string schedule;  // which schedule was applied
   };
+
+  // The model the in-process kernels make (what run() runs).
+  const runtime::Model& model() const { return model_; }
 
  private:
   Graph graph_;
+  Target target_;
   MemoryPlan plan_;
   std::vector<Kernel> kernels_;
-  std::shared_ptr<codegen::LLVMModule> module_;
+  std::shared_ptr<codegen::LLVMModule> module_;  // target llvm
+  std::string c_library_;                        // target c: the compiled library's bytes
+  static runtime::GraphProgram make_program(const CompiledGraph& cg);
+
+  runtime::GraphProgram program_;  // kernels as run in process; save() writes it
+  runtime::Model model_;
 };
 
 }  // namespace anvil::graph

@@ -1,6 +1,11 @@
 #include "anvil/runtime/module.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <stdexcept>
 
@@ -9,8 +14,10 @@ namespace anvil::runtime {
 struct Module::State {
   std::string path;
   void* handle = nullptr;
+  int fd = -1;  // load_from_memory's file: open while loaded, so its name is never reused
   ~State() {
     if (handle) dlclose(handle);
+    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -28,6 +35,29 @@ Module Module::load(const std::string& path) {
   std::string file = path.find('/') == std::string::npos ? "./" + path : path;
   auto state = std::make_shared<State>();
   state->path = path;
+  return open(std::move(state), file);
+}
+
+Module Module::load_from_memory(std::string_view bytes, const std::string& origin) {
+  auto state = std::make_shared<State>();
+  state->path = origin;
+  state->fd = ::memfd_create("anvil-module", MFD_CLOEXEC);
+  if (state->fd < 0)
+    throw std::runtime_error("cannot load Anvil module '" + origin +
+                             "': memfd_create failed: " + std::strerror(errno));
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(state->fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw std::runtime_error("cannot load Anvil module '" + origin +
+                               "': writing its code to memory failed: " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return open(std::move(state), "/proc/self/fd/" + std::to_string(state->fd));
+}
+
+Module Module::open(std::shared_ptr<State> state, const std::string& file) {
+  const std::string& path = state->path;
   state->handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (state->handle == nullptr)
     throw std::runtime_error("cannot load Anvil module '" + path + "': " + dl_error());

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "anvil/runtime/c_runtime_api.h"
 
@@ -17,6 +18,11 @@ class Module {
  public:
   // Throws std::runtime_error with dlerror()'s text and the path when loading fails.
   static Module load(const std::string& path);
+  // Loads a library from its bytes (an in-memory file, open while the module lives), so that
+  // what runs is exactly what the caller checked, and a library saved later to the same path is
+  // never confused with this one (dlopen reuses a loaded library of the same name). `origin`
+  // names it in errors.
+  static Module load_from_memory(std::string_view bytes, const std::string& origin);
 
   // The kernel `name`; throws std::runtime_error naming the module and the kernel when absent.
   AnvilKernel get_function(const std::string& name) const;
@@ -25,6 +31,8 @@ class Module {
 
  private:
   struct State;
+  // dlopens `file` into `state` (named state->path in errors) and checks the module version.
+  static Module open(std::shared_ptr<State> state, const std::string& file);
   std::shared_ptr<State> state_;
 };
 

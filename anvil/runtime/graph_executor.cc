@@ -1,0 +1,302 @@
+#include "anvil/runtime/graph_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "anvil/runtime/artifact.h"
+
+namespace anvil::runtime {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "anvil-graph-program";
+constexpr int kProgramVersion = 1;
+
+const char* storage_name(GraphProgram::Storage s) {
+  switch (s) {
+    case GraphProgram::Storage::kInput:
+      return "input";
+    case GraphProgram::Storage::kParam:
+      return "param";
+    case GraphProgram::Storage::kArena:
+      return "arena";
+    case GraphProgram::Storage::kOwned:
+      return "owned";
+  }
+  return "?";
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Bytes of a compact tensor of `shape` and `dtype`, or -1 when it overflows.
+int64_t tensor_bytes(const std::vector<int64_t>& shape, DLDataType dtype) {
+  int64_t n = (dtype.bits * dtype.lanes + 7) / 8;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > INT64_MAX / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// A DLTensor viewing `data` as `slot` (the shape vector outlives the view).
+DLTensor view(const GraphProgram::Slot& slot, void* data) {
+  DLTensor t{};
+  t.data = data;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(slot.shape.size());
+  t.dtype = slot.dtype;
+  t.shape = const_cast<int64_t*>(slot.shape.data());
+  return t;
+}
+
+}  // namespace
+
+void GraphProgram::validate(const std::string& origin) const {
+  auto fail = [&](const std::string& what) {
+    throw ArtifactError("the program in '" + origin + "' is inconsistent: " + what);
+  };
+  int32_t n = static_cast<int32_t>(slots.size());
+  auto check_slot = [&](int32_t s, const std::string& where) {
+    if (s < 0 || s >= n)
+      fail(where + " names slot " + std::to_string(s) + " of " + std::to_string(n));
+  };
+  if (arena_bytes < 0) fail("arena_bytes is negative");
+  std::vector<int> input_seen(inputs.size(), 0);
+  for (int32_t s = 0; s < n; ++s) {
+    const Slot& slot = slots[s];
+    std::string what = "slot " + std::to_string(s) + " ('" + slot.name + "')";
+    int64_t bytes = tensor_bytes(slot.shape, slot.dtype);
+    if (bytes < 0) fail(what + " has an invalid shape " + shape_str(slot.shape));
+    switch (slot.storage) {
+      case Storage::kArena:
+        if (slot.offset < 0 || slot.offset % ANVIL_ALIGNMENT != 0 ||
+            slot.offset > arena_bytes - bytes)
+          fail(what + " (" + std::to_string(bytes) + " bytes at offset " +
+               std::to_string(slot.offset) + ") does not lie aligned inside the arena of " +
+               std::to_string(arena_bytes) + " bytes");
+        break;
+      case Storage::kParam: {
+        if (slot.offset < 0 || slot.offset >= static_cast<int64_t>(params.size()))
+          fail(what + " names parameter " + std::to_string(slot.offset) + " of " +
+               std::to_string(params.size()));
+        const NDArray& p = params[slot.offset];
+        if (p.shape() != slot.shape || to_string(p.dtype()) != to_string(slot.dtype))
+          fail(what + " is " + to_string(slot.dtype) + shape_str(slot.shape) + ", its parameter '" +
+               param_names[slot.offset] + "' is " + to_string(p.dtype()) + shape_str(p.shape()));
+        break;
+      }
+      case Storage::kInput:
+        if (slot.offset < 0 || slot.offset >= static_cast<int64_t>(inputs.size()) ||
+            inputs[slot.offset] != s)
+          fail(what + " claims to be input " + std::to_string(slot.offset) +
+               ", which is another slot");
+        ++input_seen[slot.offset];
+        break;
+      case Storage::kOwned:
+        break;
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_slot(inputs[i], "input " + std::to_string(i));
+    if (slots[inputs[i]].storage != Storage::kInput || input_seen[i] != 1)
+      fail("input " + std::to_string(i) + " is not stored as that input");
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) check_slot(outputs[i], "output " + std::to_string(i));
+  for (const Call& c : calls) {
+    for (int32_t a : c.args) check_slot(a, "kernel " + c.kernel);
+    for (int32_t r : c.release) {
+      check_slot(r, "kernel " + c.kernel + " (release)");
+      if (slots[r].storage != Storage::kOwned)
+        fail("kernel " + c.kernel + " releases slot " + std::to_string(r) +
+             ", which it does not own");
+    }
+    if (!c.fn) fail("kernel " + c.kernel + " has no code");
+  }
+}
+
+std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file) {
+  json j;
+  j["format"] = kFormat;
+  j["version"] = kProgramVersion;
+  j["target"] = p.target;
+  j["arena_bytes"] = p.arena_bytes;
+  json slots = json::array();
+  for (const GraphProgram::Slot& s : p.slots) {
+    json js = {{"name", s.name},
+               {"shape", s.shape},
+               {"dtype", to_string(s.dtype)},
+               {"storage", storage_name(s.storage)}};
+    if (s.storage == GraphProgram::Storage::kParam)
+      js["param"] = p.param_names.at(s.offset);
+    else if (s.storage != GraphProgram::Storage::kOwned)
+      js["offset"] = s.offset;
+    slots.push_back(js);
+  }
+  j["slots"] = slots;
+  j["inputs"] = p.inputs;
+  j["outputs"] = p.outputs;
+  json calls = json::array();
+  for (const GraphProgram::Call& c : p.calls)
+    calls.push_back(
+        {{"kernel", c.kernel}, {"nodes", c.nodes}, {"args", c.args}, {"release", c.release}});
+  j["calls"] = calls;
+  j["params"] = p.param_names;
+  if (!params_file.name.empty())
+    j["params_file"] = {{"name", params_file.name},
+                        {"bytes", params_file.bytes},
+                        {"checksum", params_file.checksum}};
+  return j.dump(1);
+}
+
+GraphProgram program_from_json(std::string_view text, const std::string& origin,
+                               ParamsFile* params_file) {
+  GraphProgram p;
+  std::string field = "the document";
+  try {
+    json j = json::parse(text);
+    field = "format";
+    if (j.at("format").get<std::string>() != kFormat)
+      throw ArtifactError("the program in '" + origin + "' has format '" +
+                          j.at("format").get<std::string>() + "', expected '" + kFormat + "'");
+    field = "version";
+    if (j.at("version").get<int>() != kProgramVersion)
+      throw ArtifactError("the program in '" + origin + "' has version " +
+                          std::to_string(j.at("version").get<int>()) + ", expected " +
+                          std::to_string(kProgramVersion));
+    field = "target";
+    p.target = j.at("target").get<std::string>();
+    field = "arena_bytes";
+    p.arena_bytes = j.at("arena_bytes").get<int64_t>();
+    field = "params";
+    p.param_names = j.at("params").get<std::vector<std::string>>();
+    const json& slots = j.at("slots");
+    for (size_t i = 0; i < slots.size(); ++i) {
+      field = "slots[" + std::to_string(i) + "]";
+      const json& js = slots.at(i);
+      GraphProgram::Slot s;
+      s.name = js.at("name").get<std::string>();
+      s.shape = js.at("shape").get<std::vector<int64_t>>();
+      s.dtype = parse_dtype(js.at("dtype").get<std::string>(), "'" + origin + "' " + field);
+      std::string storage = js.at("storage").get<std::string>();
+      if (storage == "input") {
+        s.storage = GraphProgram::Storage::kInput;
+        s.offset = js.at("offset").get<int64_t>();
+      } else if (storage == "arena") {
+        s.storage = GraphProgram::Storage::kArena;
+        s.offset = js.at("offset").get<int64_t>();
+      } else if (storage == "param") {
+        s.storage = GraphProgram::Storage::kParam;
+        std::string name = js.at("param").get<std::string>();
+        s.offset = -1;
+        for (size_t k = 0; k < p.param_names.size(); ++k)
+          if (p.param_names[k] == name) s.offset = static_cast<int64_t>(k);
+        if (s.offset < 0)
+          throw ArtifactError("the program in '" + origin + "': " + field + " names parameter '" +
+                              name + "', which is not in its list");
+      } else if (storage == "owned") {
+        s.storage = GraphProgram::Storage::kOwned;
+      } else {
+        throw ArtifactError("the program in '" + origin + "': " + field + " has storage '" +
+                            storage + "' (expected input, param, arena or owned)");
+      }
+      p.slots.push_back(std::move(s));
+    }
+    field = "inputs";
+    p.inputs = j.at("inputs").get<std::vector<int32_t>>();
+    field = "outputs";
+    p.outputs = j.at("outputs").get<std::vector<int32_t>>();
+    const json& calls = j.at("calls");
+    for (size_t i = 0; i < calls.size(); ++i) {
+      field = "calls[" + std::to_string(i) + "]";
+      const json& jc = calls.at(i);
+      GraphProgram::Call c;
+      c.kernel = jc.at("kernel").get<std::string>();
+      c.nodes = jc.at("nodes").get<std::string>();
+      c.args = jc.at("args").get<std::vector<int32_t>>();
+      c.release = jc.at("release").get<std::vector<int32_t>>();
+      p.calls.push_back(std::move(c));
+    }
+    if (params_file) {
+      *params_file = ParamsFile();
+      if (j.contains("params_file")) {
+        field = "params_file";
+        const json& f = j.at("params_file");
+        params_file->name = f.at("name").get<std::string>();
+        params_file->bytes = f.at("bytes").get<uint64_t>();
+        params_file->checksum = f.at("checksum").get<uint64_t>();
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw ArtifactError("the program in '" + origin + "' is malformed at " + field + ": " +
+                        e.what());
+  }
+  return p;
+}
+
+std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs) {
+  size_t n = p.slots.size();
+  std::vector<DLTensor> views(n);
+  std::vector<const DLTensor*> where(n, nullptr);
+  std::vector<NDArray> owned(n);
+  NDArray arena;
+  if (p.arena_bytes > 0) arena = NDArray::empty({p.arena_bytes}, DLDataType{kDLUInt, 8, 1});
+  for (size_t s = 0; s < n; ++s) {
+    const GraphProgram::Slot& slot = p.slots[s];
+    switch (slot.storage) {
+      case GraphProgram::Storage::kInput:
+        where[s] = inputs[slot.offset].get();
+        break;
+      case GraphProgram::Storage::kParam:
+        where[s] = p.params[slot.offset].get();
+        break;
+      case GraphProgram::Storage::kArena:
+        views[s] = view(slot, static_cast<uint8_t*>(arena.data()) + slot.offset);
+        where[s] = &views[s];
+        break;
+      case GraphProgram::Storage::kOwned:
+        break;
+    }
+  }
+  std::vector<const DLTensor*> args;
+  for (const GraphProgram::Call& c : p.calls) {
+    args.clear();
+    for (int32_t a : c.args) {
+      if (!where[a]) {
+        owned[a] = NDArray::empty(p.slots[a].shape, p.slots[a].dtype);
+        where[a] = owned[a].get();
+      }
+      args.push_back(where[a]);
+    }
+    if (c.fn(args.data(), static_cast<int32_t>(args.size()), nullptr) != 0)
+      throw std::runtime_error("kernel " + c.kernel + " (" + c.nodes +
+                               ") failed: " + AnvilGetLastError());
+    for (int32_t r : c.release) {
+      owned[r] = NDArray();
+      where[r] = nullptr;
+    }
+  }
+  std::vector<NDArray> results;
+  for (int32_t o : p.outputs) {
+    const GraphProgram::Slot& slot = p.slots[o];
+    if (slot.storage == GraphProgram::Storage::kOwned && owned[o].defined() &&
+        std::count(p.outputs.begin(), p.outputs.end(), o) == 1) {
+      results.push_back(owned[o]);
+      continue;
+    }
+    if (!where[o]) throw std::runtime_error("output '" + slot.name + "' was never computed");
+    NDArray c = NDArray::empty(slot.shape, slot.dtype);
+    if (c.nbytes() > 0) std::memcpy(c.data(), where[o]->data, c.nbytes());
+    results.push_back(c);
+  }
+  return results;
+}
+
+}  // namespace anvil::runtime

@@ -1,0 +1,69 @@
+// The graph executor: runs a compiled model's program, the list of kernel calls over a statically
+// planned arena. The same executor runs a model compiled in process (graph::CompiledGraph, kernels
+// JIT-compiled) and one loaded from its artifact (Model::load, kernels from the shared library).
+//
+// A program names each tensor it touches (a slot): where it lives (a graph input, a parameter,
+// the arena at an offset, or an array of its own allocated on first use), its shape and dtype.
+// Each call is a kernel with its argument slots (inputs, then outputs) and the owned slots to
+// release after it. Every run allocates its own arena, so runs may proceed concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/model.h"
+#include "anvil/runtime/ndarray.h"
+
+namespace anvil::runtime {
+
+struct GraphProgram {
+  enum class Storage { kInput, kParam, kArena, kOwned };
+  struct Slot {
+    std::string name;
+    std::vector<int64_t> shape;
+    DLDataType dtype{};
+    Storage storage = Storage::kOwned;
+    int64_t offset = 0;  // kArena: byte offset; kInput / kParam: index into inputs / params
+  };
+  struct Call {
+    std::string kernel;            // the symbol
+    std::string nodes;             // the graph nodes it computes, for error messages
+    std::vector<int32_t> args;     // slots
+    std::vector<int32_t> release;  // kOwned slots no later call reads
+    AnvilKernel fn = nullptr;
+  };
+
+  std::string target;
+  std::vector<Slot> slots;
+  std::vector<int32_t> inputs, outputs;  // slots
+  std::vector<Call> calls;
+  int64_t arena_bytes = 0;
+  std::vector<NDArray> params;  // by Slot::offset of kParam slots
+  std::vector<std::string> param_names;
+  std::shared_ptr<void> keep_alive;  // what owns the kernels' code
+
+  // Checks every index and size (slots in range, arena slots inside the arena, parameters of the
+  // slot's shape and dtype, every call's kernel present); throws ArtifactError naming `origin`.
+  void validate(const std::string& origin) const;
+};
+
+// The program as JSON (without kernel pointers, parameters or keep_alive) and back. from_json
+// fills everything but fn, params and keep_alive, and throws ArtifactError naming `origin` and
+// the field for JSON that does not parse or does not have the expected form. `params_file`
+// (optional) records a separate parameter file: its name beside the artifact, size and checksum.
+struct ParamsFile {
+  std::string name;  // empty: parameters embedded in the artifact
+  uint64_t bytes = 0, checksum = 0;
+};
+std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file);
+GraphProgram program_from_json(std::string_view json, const std::string& origin,
+                               ParamsFile* params_file);
+
+// Runs `p` on `inputs` (one per p.inputs, already checked against the slots); returns the outputs.
+// Throws std::runtime_error naming the kernel and its nodes when a kernel fails.
+std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs);
+
+}  // namespace anvil::runtime

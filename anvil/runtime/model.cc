@@ -1,0 +1,180 @@
+#include "anvil/runtime/model.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "anvil/runtime/artifact.h"
+#include "anvil/runtime/graph_executor.h"
+#include "anvil/runtime/module.h"
+
+namespace anvil::runtime {
+
+struct Model::State {
+  GraphProgram program;
+  std::vector<TensorInfo> inputs, outputs;
+};
+
+namespace {
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ArtifactError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw ArtifactError("cannot read " + what + " '" + path + "'");
+  return ss.str();
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::string& origin);
+
+}  // namespace
+
+Model::Model(GraphProgram program) : state_(make_state(std::move(program), "<in memory>")) {}
+
+Model Model::load(const std::string& path) {
+  std::string file = read_file(path, "model");
+  ArtifactTrailer t = decode_trailer(file, path);
+  std::string_view body(file);
+  ParamsFile params_file;
+  GraphProgram program =
+      program_from_json(body.substr(t.library_bytes, t.program_bytes), path, &params_file);
+
+  // Parameters: embedded, or in the file the program names beside the artifact.
+  std::vector<std::pair<std::string, NDArray>> params;
+  if (t.flags & kSeparateParams) {
+    if (params_file.name.empty() || params_file.name.find('/') != std::string::npos)
+      throw ArtifactError("'" + path + "' keeps its parameters apart but names no valid file ('" +
+                          params_file.name + "')");
+    std::string params_path =
+        (std::filesystem::path(path).parent_path() / params_file.name).string();
+    std::string bytes = read_file(params_path, "parameter file");
+    if (bytes.size() != params_file.bytes ||
+        artifact_checksum(bytes.data(), bytes.size()) != params_file.checksum)
+      throw ArtifactError("parameter file '" + params_path + "' (" + std::to_string(bytes.size()) +
+                          " bytes) does not match what '" + path + "' expects (" +
+                          std::to_string(params_file.bytes) +
+                          " bytes and its checksum): corrupt, or from another compilation");
+    params = parse_safetensors(bytes, params_path);
+  } else {
+    if (!params_file.name.empty())
+      throw ArtifactError("'" + path + "' embeds its parameters but also names a file for them");
+    params =
+        parse_safetensors(body.substr(t.library_bytes + t.program_bytes, t.params_bytes), path);
+  }
+  program.params.resize(program.param_names.size());
+  for (auto& [name, array] : params)
+    for (size_t k = 0; k < program.param_names.size(); ++k)
+      if (program.param_names[k] == name) program.params[k] = array;
+  for (size_t k = 0; k < program.params.size(); ++k)
+    if (!program.params[k].defined())
+      throw ArtifactError("'" + path + "': parameter '" + program.param_names[k] +
+                          "' is missing from its parameters");
+
+  // Only now, with every byte checked, is the library loaded: from the bytes checked, not from the
+  // file again.
+  std::shared_ptr<Module> module;
+  try {
+    module =
+        std::make_shared<Module>(Module::load_from_memory(body.substr(0, t.library_bytes), path));
+    for (GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
+  } catch (const ArtifactError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw ArtifactError(e.what());
+  }
+  program.keep_alive = module;
+  Model m;
+  m.state_ = make_state(std::move(program), path);
+  return m;
+}
+
+namespace {
+
+std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::string& origin) {
+  program.validate(origin);
+  auto state = std::make_shared<Model::State>();
+  for (int32_t s : program.inputs)
+    state->inputs.push_back(
+        {program.slots[s].name, program.slots[s].shape, program.slots[s].dtype});
+  for (int32_t s : program.outputs)
+    state->outputs.push_back(
+        {program.slots[s].name, program.slots[s].shape, program.slots[s].dtype});
+  state->program = std::move(program);
+  return state;
+}
+
+const Model::State& checked(const std::shared_ptr<const Model::State>& s) {
+  if (!s) throw std::logic_error("Model: no model is loaded");
+  return *s;
+}
+
+}  // namespace
+
+const std::vector<TensorInfo>& Model::inputs() const {
+  return checked(state_).inputs;
+}
+const std::vector<TensorInfo>& Model::outputs() const {
+  return checked(state_).outputs;
+}
+const std::string& Model::target() const {
+  return checked(state_).program.target;
+}
+size_t Model::num_kernels() const {
+  return checked(state_).program.calls.size();
+}
+int64_t Model::arena_bytes() const {
+  return checked(state_).program.arena_bytes;
+}
+
+std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs) const {
+  const State& s = checked(state_);
+  if (inputs.size() != s.inputs.size()) {
+    std::string names;
+    for (const TensorInfo& i : s.inputs) names += (names.empty() ? "'" : ", '") + i.name + "'";
+    throw InputError("the model takes " + std::to_string(s.inputs.size()) + " input(s) (" + names +
+                     "), got " + std::to_string(inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& want = s.inputs[i];
+    std::string expected = to_string(want.dtype) + shape_str(want.shape);
+    if (!inputs[i].defined())
+      throw InputError("input '" + want.name + "': expected " + expected + ", got no array");
+    if (to_string(inputs[i].dtype()) != to_string(want.dtype) || inputs[i].shape() != want.shape)
+      throw InputError("input '" + want.name + "': expected " + expected + ", got " +
+                       to_string(inputs[i].dtype()) + shape_str(inputs[i].shape()));
+  }
+  return execute(s.program, inputs);
+}
+
+std::vector<NDArray> Model::run(const std::map<std::string, NDArray>& inputs) const {
+  const State& s = checked(state_);
+  std::vector<NDArray> ordered;
+  for (const TensorInfo& i : s.inputs) {
+    auto it = inputs.find(i.name);
+    if (it == inputs.end())
+      throw InputError("input '" + i.name + "' (" + to_string(i.dtype) + shape_str(i.shape) +
+                       ") is not given");
+    ordered.push_back(it->second);
+  }
+  for (const auto& [name, array] : inputs) {
+    bool known = false;
+    for (const TensorInfo& i : s.inputs) known |= i.name == name;
+    if (!known) {
+      std::string names;
+      for (const TensorInfo& i : s.inputs) names += (names.empty() ? "'" : ", '") + i.name + "'";
+      throw InputError("the model has no input '" + name + "' (its inputs: " + names + ")");
+    }
+  }
+  return run(ordered);
+}
+
+}  // namespace anvil::runtime

@@ -1,0 +1,74 @@
+// Model: a compiled model loaded from its artifact (model.so, see artifact.h) and run by the graph
+// executor. This is the C++ API a deployment uses; c_model_api.h is the same in C.
+//
+//   anvil::runtime::Model m = anvil::runtime::Model::load("model.so");
+//   std::vector<anvil::runtime::NDArray> out = m.run({{"data", image}});
+//
+// load() verifies the artifact (magic, format version, checksum of the whole file and of a
+// separate parameter file) before it trusts any of it, then loads the kernels. run() checks every
+// input's name, shape and dtype against the model's and says what was expected. A Model is
+// immutable once loaded: run() may be called from several threads at once (each run has its own
+// intermediate buffers). Errors are std::runtime_error (the runtime does not link the compiler):
+// ArtifactError for a file that is not a valid artifact, InputError for inputs that do not match,
+// std::runtime_error for a kernel that fails while running.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "anvil/runtime/ndarray.h"
+
+namespace anvil::runtime {
+
+// The file is missing, truncated, corrupt, of another format version, or inconsistent.
+class ArtifactError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The inputs given to run() do not match the model's (name, count, shape, dtype).
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  DLDataType dtype;
+};
+
+struct GraphProgram;  // graph_executor.h
+
+class Model {
+ public:
+  // Loads `path` (with its parameter file beside it when the artifact keeps them apart).
+  static Model load(const std::string& path);
+  // A model over an in-memory program (CompiledGraph runs through this; kernels JIT-compiled).
+  // Throws ArtifactError when the program is inconsistent (GraphProgram::validate).
+  explicit Model(GraphProgram program);
+  Model() = default;
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  // The target the kernels were compiled for ("llvm -mcpu=znver3", "c").
+  const std::string& target() const;
+  size_t num_kernels() const;
+  // Bytes of the intermediate arena each run allocates.
+  int64_t arena_bytes() const;
+
+  // Inputs in the order of inputs(); returns the outputs in the order of outputs() (fresh arrays).
+  std::vector<NDArray> run(const std::vector<NDArray>& inputs) const;
+  // Inputs by name: every input exactly once, no unknown names.
+  std::vector<NDArray> run(const std::map<std::string, NDArray>& inputs) const;
+
+  struct State;  // opaque: the program and its input and output descriptions
+
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace anvil::runtime

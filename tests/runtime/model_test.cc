@@ -1,0 +1,400 @@
+// The artifact (model.so) and the runtime's graph executor: compiled graphs saved, loaded with
+// runtime::Model (and the C API), run and compared with the reference interpreter; every kind of
+// damaged file refused before anything in it is trusted; input errors; concurrent runs; the C
+// example program.
+#include "anvil/runtime/model.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "anvil/graph/build.h"
+#include "anvil/graph/interpreter.h"
+#include "anvil/models/models.h"
+#include "anvil/runtime/artifact.h"
+#include "anvil/runtime/c_model_api.h"
+#include "anvil/support/error.h"
+#include "graph/passes_testing.h"
+
+namespace anvil::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using graph::CompiledGraph;
+using graph::Graph;
+using graph::ValueId;
+using graph::pt::f32;
+using graph::pt::random_array;
+using ops::Attrs;
+using ::testing::HasSubstr;
+
+// Every file the tests write lies under one directory, removed when they end.
+fs::path root_dir() {
+  return fs::temp_directory_path() / ("anvil-model-test-" + std::to_string(::getpid()));
+}
+
+struct RemoveRoot : ::testing::Environment {
+  void TearDown() override { fs::remove_all(root_dir()); }
+};
+const auto* const remove_root = ::testing::AddGlobalTestEnvironment(new RemoveRoot);
+
+// A fresh directory per test.
+fs::path temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = root_dir() / info->name();
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Max |got - want| <= tol * max |want| for every output.
+void expect_close(const std::vector<NDArray>& got, const std::vector<NDArray>& want,
+                  const std::string& what, double tol = 1e-4) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape()) << what;
+    double max_want = 0, max_err = 0;
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      double w = want[o].data_as<float>()[i], g = got[o].data_as<float>()[i];
+      max_want = std::max(max_want, std::abs(w));
+      max_err = std::max(max_err, std::isnan(g) ? INFINITY : std::abs(g - w));
+    }
+    EXPECT_LE(max_err, tol * max_want) << what << " output " << o;
+  }
+}
+
+// conv -> bias -> relu -> conv, and a second output straight from the input: small enough to
+// compile in a moment, with parameters, arena values and an output that is a graph input.
+Graph small_graph() {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 4, 8, 8}, f32});
+  ValueId w = g.add_constant("w", random_array({8, 4, 3, 3}, 1));
+  ValueId b = g.add_constant("b", random_array({1, 8, 1, 1}, 2));
+  ValueId w2 = g.add_constant("w2", random_array({4, 8, 1, 1}, 3));
+  Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ValueId c = g.add("conv", "conv2d", pads, {x, w});
+  ValueId r = g.add("relu", "relu", Attrs(), {g.add("bias", "add", Attrs(), {c, b})});
+  g.add_output(g.add("conv2", "conv2d", Attrs(), {r, w2}));
+  g.add_output(g.add("neg", "neg", Attrs(), {x}));
+  return g;
+}
+
+struct Saved {
+  fs::path dir, path;
+  Graph graph;
+  std::vector<NDArray> inputs, want;
+};
+
+Saved save_small(const graph::SaveOptions& options = {}) {
+  Saved s;
+  s.dir = temp_dir();
+  s.path = s.dir / "small.so";
+  s.graph = small_graph();
+  s.inputs = {random_array({1, 4, 8, 8}, 7)};
+  s.want = graph::interpret(s.graph, s.inputs);
+  CompiledGraph::build(s.graph, Target::host(), graph::BuildOptions())
+      .save(s.path.string(), options);
+  return s;
+}
+
+// dqn compiled once and saved, shared by the tests that need a real model.
+const fs::path& dqn_artifact() {
+  static const fs::path path = [] {
+    fs::path dir = root_dir() / "shared";
+    fs::create_directories(dir);
+    CompiledGraph::build(models::build_model("dqn"), Target::host(), graph::BuildOptions())
+        .save((dir / "dqn.so").string());
+    return dir / "dqn.so";
+  }();
+  return path;
+}
+
+// The message of the ArtifactError Model::load(path) throws.
+std::string load_error(const fs::path& path) {
+  try {
+    Model::load(path.string());
+  } catch (const ArtifactError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected an ArtifactError, got: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an ArtifactError for " << path;
+  return "";
+}
+
+TEST(Model, SaveLoadRunSmallGraph) {
+  Saved s = save_small();
+  Model m = Model::load(s.path.string());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{1, 4, 8, 8}));
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[0].shape, (std::vector<int64_t>{1, 4, 8, 8}));
+  EXPECT_EQ(m.target(), Target::host().str());
+  expect_close(m.run(s.inputs), s.want, "loaded");
+  expect_close(m.run({{"x", s.inputs[0]}}), s.want, "by name");
+}
+
+TEST(Model, BuiltInModelsRoundTrip) {
+  fs::path dir = temp_dir();
+  Graph g = models::build_model("dcgan");
+  std::vector<NDArray> inputs = models::example_inputs(g);
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), graph::BuildOptions());
+  cg.save((dir / "dcgan.so").string());
+  Model m = Model::load((dir / "dcgan.so").string());
+  EXPECT_EQ(m.num_kernels(), cg.num_kernels());
+  EXPECT_EQ(m.arena_bytes(), cg.memory_plan().planned_bytes);
+  expect_close(m.run(inputs), graph::interpret(g, inputs), "dcgan");
+
+  Graph dqn = models::build_model("dqn");
+  inputs = models::example_inputs(dqn);
+  expect_close(Model::load(dqn_artifact().string()).run(inputs), graph::interpret(dqn, inputs),
+               "dqn");
+}
+
+TEST(Model, SeparateParameters) {
+  uintmax_t embedded_size = fs::file_size(save_small().path);
+  Saved s = save_small({.separate_params = true});
+  fs::path params = s.dir / "small.safetensors";
+  ASSERT_TRUE(fs::exists(params));
+  // The artifact itself no longer holds the weights.
+  EXPECT_LT(fs::file_size(s.path) + fs::file_size(params) / 2, embedded_size);
+  expect_close(Model::load(s.path.string()).run(s.inputs), s.want, "separate");
+
+  std::string bytes = read(params);
+  bytes[bytes.size() - 3] ^= 0x10;  // a weight changes
+  write(params, bytes);
+  EXPECT_THAT(load_error(s.path), HasSubstr("does not match"));
+  fs::remove(params);
+  EXPECT_THAT(load_error(s.path), HasSubstr("cannot open parameter file"));
+}
+
+TEST(Model, CTargetArtifact) {
+  fs::path dir = temp_dir();
+  Graph g = small_graph();
+  std::vector<NDArray> inputs = {random_array({1, 4, 8, 8}, 9)};
+  CompiledGraph cg = CompiledGraph::build(g, Target::parse("c"), graph::BuildOptions());
+  expect_close(cg.run(inputs), graph::interpret(g, inputs), "c in process");
+  cg.save((dir / "small_c.so").string());
+  Model m = Model::load((dir / "small_c.so").string());
+  EXPECT_EQ(m.target().substr(0, 2), "c ") << m.target();
+  expect_close(m.run(inputs), graph::interpret(g, inputs), "c loaded");
+}
+
+TEST(Model, CorruptFilesAreRefused) {
+  Saved s = save_small();
+  std::string good = read(s.path);
+  ArtifactTrailer t = decode_trailer(good, "good");
+  fs::path bad = s.dir / "bad.so";
+  // One flipped byte anywhere: in the library, the program, the parameters, the trailer.
+  for (uint64_t at : {uint64_t{100}, t.library_bytes + t.program_bytes / 2,
+                      t.library_bytes + t.program_bytes + t.params_bytes - 5,
+                      good.size() - kTrailerBytes + 20, good.size() - kTrailerBytes + 2}) {
+    std::string b = good;
+    b[at] ^= 0x01;
+    write(bad, b);
+    std::string e = load_error(bad);
+    EXPECT_THAT(e, HasSubstr("bad.so")) << "byte " << at;
+    EXPECT_THAT(e, ::testing::AnyOf(HasSubstr("corrupt"), HasSubstr("magic"))) << "byte " << at;
+  }
+  write(bad, good.substr(0, good.size() - 10));
+  EXPECT_THAT(load_error(bad), HasSubstr("magic"));
+  write(bad, good.substr(0, good.size() / 2) + good.substr(good.size() - kTrailerBytes));
+  EXPECT_THAT(load_error(bad), HasSubstr("do not add up"));
+  write(bad, "");
+  EXPECT_THAT(load_error(bad), HasSubstr("shorter than the 64-byte trailer"));
+  write(bad, "not an artifact at all, just some text that is long enough to hold a trailer....");
+  EXPECT_THAT(load_error(bad), HasSubstr("magic"));
+  EXPECT_THAT(load_error(s.dir / "missing.so"), HasSubstr("cannot open model"));
+
+  // A well-formed trailer of another format version.
+  ArtifactTrailer v2 = t;
+  v2.version = 2;
+  write(bad, good.substr(0, good.size() - kTrailerBytes) + encode_trailer(v2));
+  EXPECT_THAT(load_error(bad), HasSubstr("format version 2"));
+
+  // A program that is not what the runtime expects, behind valid checksums.
+  for (const std::string& program : {std::string("{not json"), std::string("{\"format\": 7}"),
+                                     std::string("{\"format\": \"anvil-graph-program\", "
+                                                 "\"version\": 1, \"target\": \"llvm\"}")}) {
+    std::string body = good.substr(0, t.library_bytes) + program +
+                       good.substr(t.library_bytes + t.program_bytes, t.params_bytes);
+    ArtifactTrailer x = t;
+    x.program_bytes = program.size();
+    x.checksum = artifact_checksum(body.data(), body.size());
+    write(bad, body + encode_trailer(x));
+    EXPECT_THAT(load_error(bad), HasSubstr("malformed")) << program;
+  }
+  // A program whose slots point outside the arena.
+  std::string program = good.substr(t.library_bytes, t.program_bytes);
+  size_t at = program.find("\"arena_bytes\": ");
+  ASSERT_NE(at, std::string::npos) << program;
+  size_t end = program.find(',', at);
+  program = program.substr(0, at) + "\"arena_bytes\": 0" + program.substr(end);
+  std::string body = good.substr(0, t.library_bytes) + program +
+                     good.substr(t.library_bytes + t.program_bytes, t.params_bytes);
+  ArtifactTrailer x = t;
+  x.program_bytes = program.size();
+  x.checksum = artifact_checksum(body.data(), body.size());
+  write(bad, body + encode_trailer(x));
+  EXPECT_THAT(load_error(bad), HasSubstr("inside the arena"));
+  // The good file is untouched by all of this and still loads.
+  expect_close(Model::load(s.path.string()).run(s.inputs), s.want, "good after");
+}
+
+TEST(Model, SaveReplacesAnExistingFileWhole) {
+  Saved s = save_small();
+  Model first = Model::load(s.path.string());
+  // Saving another model over the path: the loaded one keeps running, the new one loads.
+  Graph g;
+  ValueId x = g.add_input("y", {{3}, f32});
+  g.add_output(g.add("e", "exp", Attrs(), {x}));
+  CompiledGraph::build(g, Target::host(), graph::BuildOptions()).save(s.path.string());
+  expect_close(first.run(s.inputs), s.want, "old model");
+  Model second = Model::load(s.path.string());
+  EXPECT_EQ(second.inputs()[0].name, "y");
+  // Saving to a directory that does not exist fails naming it.
+  EXPECT_THROW(CompiledGraph::build(g, Target::host(), graph::BuildOptions())
+                   .save((s.dir / "no" / "such" / "dir.so").string()),
+               anvil::Error);
+}
+
+TEST(Model, InputErrors) {
+  Saved s = save_small();
+  Model m = Model::load(s.path.string());
+  auto input_error = [&](auto&& inputs) {
+    try {
+      m.run(inputs);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected an InputError";
+    return std::string();
+  };
+  EXPECT_THAT(input_error(std::vector<NDArray>{random_array({1, 4, 8, 9}, 1)}),
+              HasSubstr("input 'x': expected float32[1, 4, 8, 8], got float32[1, 4, 8, 9]"));
+  EXPECT_THAT(input_error(std::vector<NDArray>{NDArray::empty({1, 4, 8, 8}, dl_int32())}),
+              HasSubstr("expected float32[1, 4, 8, 8], got int32[1, 4, 8, 8]"));
+  EXPECT_THAT(input_error(std::vector<NDArray>{}), HasSubstr("takes 1 input(s) ('x'), got 0"));
+  EXPECT_THAT(input_error(std::map<std::string, NDArray>{{"z", s.inputs[0]}}),
+              HasSubstr("input 'x' (float32[1, 4, 8, 8]) is not given"));
+  EXPECT_THAT(input_error(std::map<std::string, NDArray>{{"x", s.inputs[0]}, {"z", s.inputs[0]}}),
+              HasSubstr("no input 'z' (its inputs: 'x')"));
+}
+
+TEST(Model, ConcurrentRuns) {
+  Graph g = models::build_model("dqn");
+  Model m = Model::load(dqn_artifact().string());
+  std::vector<std::vector<NDArray>> inputs, want, got(4);
+  for (uint32_t i = 0; i < got.size(); ++i) {
+    inputs.push_back(models::example_inputs(g, i));
+    want.push_back(graph::interpret(g, inputs.back()));
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 3; ++r) got[i] = m.run(inputs[i]);
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], "thread");
+}
+
+TEST(Model, CApi) {
+  Saved s = save_small();
+  AnvilModelHandle m = nullptr;
+  EXPECT_EQ(AnvilModelLoad((s.dir / "missing.so").c_str(), &m), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("missing.so"));
+  ASSERT_EQ(AnvilModelLoad(s.path.c_str(), &m), 0) << AnvilGetLastError();
+  EXPECT_EQ(AnvilModelNumInputs(m), 1);
+  EXPECT_EQ(AnvilModelNumOutputs(m), 2);
+  const char* name;
+  int32_t ndim;
+  const int64_t* shape;
+  DLDataType dtype;
+  ASSERT_EQ(AnvilModelInputInfo(m, 0, &name, &ndim, &shape, &dtype), 0);
+  EXPECT_STREQ(name, "x");
+  EXPECT_EQ(ndim, 4);
+  EXPECT_EQ(shape[1], 4);
+  EXPECT_EQ(AnvilModelOutputInfo(m, 2, &name, nullptr, nullptr, nullptr), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("index 2 is out of range"));
+
+  // An input at an unaligned address: the runtime copies it.
+  std::vector<float> in_buf(4 * 8 * 8 + 1), out0(4 * 8 * 8), out1(4 * 8 * 8);
+  std::memcpy(in_buf.data() + 1, s.inputs[0].data(), s.inputs[0].nbytes());
+  std::vector<int64_t> shp = {1, 4, 8, 8};
+  DLTensor in{in_buf.data() + 1, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  DLTensor o0{out0.data(), {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  DLTensor o1{out1.data(), {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  const DLTensor* ins[] = {&in};
+  DLTensor* outs[] = {&o0, &o1};
+  ASSERT_EQ(AnvilModelRun(m, ins, 1, outs, 2), 0) << AnvilGetLastError();
+  NDArray got0 = NDArray::empty(shp, dl_float32()), got1 = NDArray::empty(shp, dl_float32());
+  std::memcpy(got0.data(), out0.data(), got0.nbytes());
+  std::memcpy(got1.data(), out1.data(), got1.nbytes());
+  expect_close({got0, got1}, s.want, "C API");
+
+  std::vector<int64_t> wrong = {1, 4, 8, 7};
+  DLTensor bad{in_buf.data(), {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, wrong.data(), nullptr, 0};
+  const DLTensor* bad_ins[] = {&bad};
+  EXPECT_EQ(AnvilModelRun(m, bad_ins, 1, outs, 2), -1);
+  EXPECT_THAT(AnvilGetLastError(),
+              HasSubstr("input 'x': expected float32[1, 4, 8, 8], got float32[1, 4, 8, 7]"));
+  EXPECT_EQ(AnvilModelRun(m, ins, 1, outs, 1), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("1 inputs and 2 outputs, got 1 and 1"));
+  AnvilModelFree(m);
+}
+
+// The example program links only libanvil_runtime; its printed sum matches the C++ API's run on
+// the same inputs.
+TEST(Model, ExampleProgram) {
+  fs::path dir = temp_dir();
+  std::string command = std::string(RUN_MODEL_PATH) + " " + dqn_artifact().string() + " 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+
+  Model m = Model::load(dqn_artifact().string());
+  NDArray x = NDArray::empty(m.inputs()[0].shape, dl_float32());
+  for (int64_t k = 0; k < x.numel(); ++k)
+    x.data_as<float>()[k] = static_cast<float>(std::sin(0.01 * static_cast<double>(k)));
+  NDArray y = m.run({x})[0];
+  double sum = 0;
+  for (int64_t k = 0; k < y.numel(); ++k) sum += y.data_as<float>()[k];
+  size_t at = out.find(" sum ");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_THAT(out, HasSubstr("q_values [1, 18]"));
+  EXPECT_NEAR(std::stod(out.substr(at + 5)), sum, 1e-5 * (1 + std::abs(sum))) << out;
+
+  std::string missing = std::string(RUN_MODEL_PATH) + " " + (dir / "none.so").string() + " 2>&1";
+  pipe = ::popen(missing.c_str(), "r");
+  out.clear();
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  EXPECT_NE(::pclose(pipe), 0);
+  EXPECT_THAT(out, HasSubstr("none.so"));
+}
+
+}  // namespace
+}  // namespace anvil::runtime
