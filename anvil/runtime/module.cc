@@ -53,7 +53,8 @@ Module Module::load_from_memory(std::string_view bytes, const std::string& origi
                                "': writing its code to memory failed: " + std::strerror(errno));
     done += static_cast<size_t>(n);
   }
-  return open(std::move(state), "/proc/self/fd/" + std::to_string(state->fd));
+  std::string file = "/proc/self/fd/" + std::to_string(state->fd);
+  return open(std::move(state), file);
 }
 
 Module Module::open(std::shared_ptr<State> state, const std::string& file) {

@@ -1,0 +1,86 @@
+#include "tools/anvil/args.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+namespace anvil::cli {
+
+void usage_error(const std::string& message) {
+  throw CliError(kUsage, message);
+}
+
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& option) {
+  std::vector<int64_t> dims;
+  if (text.empty()) return dims;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find('x', start);
+    if (end == std::string::npos) end = text.size();
+    const char* first = text.data() + start;
+    const char* last = text.data() + end;
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(first, last, d);
+    if (first == last || ptr != last || ec != std::errc() || *first == '-' || *first == '+')
+      usage_error(option + ": '" + text + "' is not a shape: dimension " +
+                  std::to_string(dims.size()) + " is '" + std::string(first, last) +
+                  "' (expected non-negative integers joined by 'x', as in 1x3x224x224)");
+    dims.push_back(d);
+    if (end == text.size()) return dims;
+    start = end + 1;
+  }
+}
+
+std::pair<std::string, std::string> parse_binding(const std::string& text,
+                                                  const std::string& option,
+                                                  const std::string& expected) {
+  size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    usage_error(option + ": '" + text + "' is not of the form " + expected);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::string& text) {
+  auto [name, dims] = parse_binding(text, "--input-shape", "NAME=DIMS (as in data=1x3x224x224)");
+  return {name, parse_dims(dims, "--input-shape " + name)};
+}
+
+std::string output_file(const std::string& dir, const std::string& name) {
+  std::string file = name;
+  for (char& c : file)
+    if (c == '/' || c == '\0') c = '_';
+  if (!file.empty() && file[0] == '.') file[0] = '_';
+  if (dir.empty() || dir.back() == '/') return dir + file + ".npy";
+  return dir + "/" + file + ".npy";
+}
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string bytes_string(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t{1} << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  }
+  return buf;
+}
+
+LatencyStats latency_stats(std::vector<double> ms) {
+  if (ms.empty()) throw std::invalid_argument("latency_stats: no samples");
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  LatencyStats s;
+  s.median_ms = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  return s;
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,80 @@
+// What the `anvil` command line shares between its commands and its tests: the exit codes, the
+// error that carries one, and the parsing of option values ("data=1x3x224x224", "x=in.npy").
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace anvil::cli {
+
+// The exit codes (main.cc says which failure maps to which).
+enum ExitCode : int {
+  kOk = 0,
+  kUsage = 1,     // the command line is wrong: unknown option, bad option value
+  kBadInput = 2,  // a file given is not what it should be: ONNX, .npy, model.so, input names
+  kCompile = 3,   // the model is valid but could not be compiled (or exported)
+  kRuntime = 4,   // a kernel failed while running, or the outputs could not be written
+};
+
+// An error with the exit code it ends the program with. The message is what follows
+// "anvil: error: ".
+class CliError : public std::runtime_error {
+ public:
+  CliError(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+[[noreturn]] void usage_error(const std::string& message);
+
+// Runs `fn`; any exception other than a CliError becomes a CliError with `code`, its message
+// prefixed by `context` (when not empty) and ": ".
+template <typename F>
+auto with_exit_code(ExitCode code, const std::string& context, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const CliError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CliError(code, context.empty() ? std::string(e.what()) : context + ": " + e.what());
+  }
+}
+
+// "1x3x224x224" -> {1, 3, 224, 224}. Every dimension a non-negative decimal integer; "" (a
+// scalar) is allowed. Throws CliError(kUsage) naming `option` and the text.
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& option);
+
+// "NAME=VALUE" -> {NAME, VALUE}; splits at the last '=' (ONNX names may hold '='; file names and
+// dims rarely do). Both sides non-empty. Throws CliError(kUsage) naming `option` and `expected`
+// (e.g. "NAME=FILE.npy").
+std::pair<std::string, std::string> parse_binding(const std::string& text,
+                                                  const std::string& option,
+                                                  const std::string& expected);
+
+// "--input-shape" values: "data=1x3x224x224" -> {"data", {1, 3, 224, 224}}.
+std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::string& text);
+
+// The file an output is written to: DIR/<name>.npy, with characters that cannot be in a file name
+// ('/', NUL) and a leading '.' replaced by '_'.
+std::string output_file(const std::string& dir, const std::string& name);
+
+// "[1, 3, 224, 224]".
+std::string dims_string(const std::vector<int64_t>& dims);
+
+// "1.5 MiB", "312 KiB", "64 B".
+std::string bytes_string(int64_t bytes);
+
+struct LatencyStats {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+};
+// Median (mean of the two middle values for an even count), min and max. Needs one sample.
+LatencyStats latency_stats(std::vector<double> ms);
+
+}  // namespace anvil::cli

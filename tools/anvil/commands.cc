@@ -1,0 +1,276 @@
+#include "tools/anvil/commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "anvil/frontend/onnx/exporter.h"
+#include "anvil/frontend/onnx/importer.h"
+#include "anvil/graph/build.h"
+#include "anvil/models/models.h"
+#include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/model.h"
+#include "anvil/runtime/npy.h"
+#include "anvil/target/target.h"
+#include "tools/anvil/args.h"
+
+namespace anvil::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char kZooPrefix[] = "zoo:";
+
+// One line per built-in model for `anvil zoo list`.
+std::string zoo_description(const std::string& name) {
+  static const std::map<std::string, std::string> descriptions = {
+      {"resnet18", "ResNet-18 image classifier (ImageNet, 1000 classes)"},
+      {"mobilenet_v1", "MobileNet v1, width 1.0 (depthwise separable convolutions)"},
+      {"mobilenet_v2", "MobileNet v2, width 1.0 (inverted residual blocks)"},
+      {"lstm_lm", "LSTM language model: 2 layers, hidden 650, vocabulary 10000, 35 steps"},
+      {"dqn", "DQN Atari agent: 3 convolutions, dense 512, 18 actions"},
+      {"dcgan", "DCGAN generator: 100-d code to a 3x64x64 image"},
+  };
+  auto it = descriptions.find(name);
+  return it == descriptions.end() ? "" : it->second;
+}
+
+std::string known_models() {
+  std::string s;
+  for (const std::string& n : models::model_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// The zoo model called `name`; an unknown name is a usage error listing the known ones.
+graph::Graph zoo_model(const std::string& name, const std::string& option) {
+  std::vector<std::string> names = models::model_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    usage_error(option + ": unknown zoo model '" + name + "' (expected one of: " + known_models() +
+                ")");
+  return with_exit_code(kCompile, "building zoo model '" + name + "'",
+                        [&] { return models::build_model(name); });
+}
+
+std::string type_string(const graph::Graph& g, graph::ValueId v) {
+  return g.value(v).name + " " + ops::to_string(g.value(v).type);
+}
+
+std::string type_string(const runtime::TensorInfo& t) {
+  return "'" + t.name + "' " + runtime::to_string(t.dtype) + dims_string(t.shape);
+}
+
+// The directory a file named by `option` is written into must exist.
+void check_output_path(const std::string& path, const std::string& option) {
+  fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    usage_error(option + " " + path + ": the directory '" + parent.string() + "' does not exist");
+  if (fs::is_directory(path, ec))
+    usage_error(option + " " + path + ": is a directory (expected a file name)");
+}
+
+// The graph MODEL names, with the --input-shape bindings applied.
+graph::Graph load_model(const CompileOptions& o) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& text : o.input_shapes) {
+    auto [name, dims] = parse_shape_binding(text);
+    if (!shapes.emplace(name, dims).second)
+      usage_error("--input-shape: input '" + name + "' is bound twice");
+  }
+  if (o.model.rfind(kZooPrefix, 0) != 0) {
+    frontend::ImportOptions import;
+    import.input_shapes = shapes;
+    return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(o.model, import); });
+  }
+  const std::string name = o.model.substr(sizeof kZooPrefix - 1);
+  graph::Graph g = zoo_model(name, "MODEL " + o.model);
+  // Zoo models have static shapes: a binding must name an input and agree with it.
+  for (const auto& [input, dims] : shapes) {
+    graph::ValueId v = g.find(input);
+    bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+    if (v < 0 || !is_input) {
+      std::string inputs;
+      for (graph::ValueId i : g.inputs())
+        inputs += (inputs.empty() ? "" : ", ") + type_string(g, i);
+      throw CliError(kBadInput, "--input-shape " + input + ": zoo model '" + name +
+                                    "' has no input '" + input + "' (its inputs: " + inputs + ")");
+    }
+    if (g.value(v).type.shape != dims)
+      throw CliError(kBadInput, "--input-shape " + input + "=" + dims_string(dims) +
+                                    ": zoo model '" + name + "' fixes input '" + input + "' to " +
+                                    ops::to_string(g.value(v).type));
+  }
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::string> printable_passes() {
+  // The pass names of CompiledGraph::build's pipeline (anvil/graph/build.cc).
+  return {"all",
+          "simplify_inference",
+          "fold_constants",
+          "alter_layout",
+          "eliminate_common_subexpressions",
+          "eliminate_dead_code"};
+}
+
+void compile_command(const CompileOptions& o) {
+  check_output_path(o.output, "-o");
+  const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
+                                       [&] { return Target::parse(o.target); });
+  for (const std::string& p : o.print_after)
+    if (p == "alter_layout" && o.no_layout)
+      usage_error("--print-after alter_layout: the pass does not run with --no-layout");
+
+  graph::Graph g = load_model(o);
+
+  graph::BuildOptions build;
+  build.fuse = !o.no_fuse;
+  build.alter_layout = !o.no_layout;
+  build.print_after = o.print_after;
+  const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
+  graph::CompiledGraph cg =
+      with_exit_code(kCompile, what, [&] { return graph::CompiledGraph::build(g, target, build); });
+
+  graph::SaveOptions save;
+  save.separate_params = o.separate_params;
+  with_exit_code(kCompile, "", [&] { cg.save(o.output, save); });
+
+  if (o.verbose) std::cout << cg.summary() << "\n";
+  const graph::MemoryPlan& plan = cg.memory_plan();
+  std::cout << "compiled " << o.model << " for '" << target.str() << "': " << cg.num_kernels()
+            << " kernels" << (o.no_fuse ? " (fusion off)" : "")
+            << (o.no_layout ? " (layout alteration off)" : "") << "; intermediate memory "
+            << bytes_string(plan.planned_bytes) << " planned, "
+            << bytes_string(plan.unplanned_bytes) << " unplanned\n";
+  std::error_code ec;
+  std::cout << "wrote " << o.output << " ("
+            << bytes_string(static_cast<int64_t>(fs::file_size(o.output, ec))) << ")";
+  if (o.separate_params) {
+    fs::path params = fs::path(o.output).replace_extension(".safetensors");
+    if (fs::exists(params, ec))
+      std::cout << " and " << params.string() << " ("
+                << bytes_string(static_cast<int64_t>(fs::file_size(params, ec))) << ")";
+  }
+  std::cout << "\n";
+}
+
+void run_command(const RunOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.output_dir, ec))
+    usage_error("--output-dir " + o.output_dir + ": not a directory");
+  std::map<std::string, std::string> files;
+  for (const std::string& text : o.inputs) {
+    auto [name, file] = parse_binding(text, "--input", "NAME=FILE.npy");
+    if (!files.emplace(name, file).second)
+      usage_error("--input: input '" + name + "' is given twice");
+  }
+  if (o.threads > 0) AnvilSetNumThreads(o.threads);
+
+  const runtime::Model model =
+      with_exit_code(kBadInput, "", [&] { return runtime::Model::load(o.model); });
+
+  // Every input by name, with the file's shape and dtype checked here so that the message can
+  // name the option and the file as well as what the model expects.
+  std::string expected;
+  for (const runtime::TensorInfo& t : model.inputs())
+    expected += (expected.empty() ? "" : ", ") + type_string(t);
+  std::map<std::string, runtime::NDArray> inputs;
+  // Not a structured binding: clang 14 cannot capture those in the lambdas below.
+  for (const auto& binding : files) {
+    const std::string& name = binding.first;
+    const std::string& file = binding.second;
+    auto it = std::find_if(model.inputs().begin(), model.inputs().end(),
+                           [&](const runtime::TensorInfo& t) { return t.name == name; });
+    if (it == model.inputs().end())
+      throw CliError(kBadInput, "--input " + name + "=" + file + ": " + o.model +
+                                    " has no input '" + name + "' (its inputs: " + expected + ")");
+    runtime::NDArray a = with_exit_code(kBadInput, "--input " + name + "=" + file,
+                                        [&] { return runtime::load_npy(file); });
+    const DLDataType dt = a.dtype();
+    if (a.shape() != it->shape || dt.code != it->dtype.code || dt.bits != it->dtype.bits ||
+        dt.lanes != it->dtype.lanes)
+      throw CliError(kBadInput, "--input " + name + "=" + file + ": the file holds " +
+                                    runtime::to_string(dt) + dims_string(a.shape()) + ", but " +
+                                    o.model + "'s input " + type_string(*it) + " expects " +
+                                    runtime::to_string(it->dtype) + dims_string(it->shape));
+    inputs.emplace(name, a);
+  }
+  for (const runtime::TensorInfo& t : model.inputs())
+    if (!inputs.count(t.name))
+      throw CliError(kBadInput, "--input: " + o.model + "'s input " + type_string(t) +
+                                    " is not given (expected --input " + t.name + "=FILE.npy)");
+
+  auto run_once = [&] {
+    try {
+      return model.run(inputs);
+    } catch (const runtime::InputError& e) {
+      throw CliError(kBadInput, e.what());
+    } catch (const std::exception& e) {
+      throw CliError(kRuntime, "running " + o.model + ": " + e.what());
+    }
+  };
+  std::vector<runtime::NDArray> outputs = run_once();
+  if (o.repeat > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < o.repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      run_once();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    LatencyStats s = latency_stats(ms);
+    const int threads = AnvilGetNumThreads();
+    std::printf(
+        "latency: median %.3f ms, min %.3f ms, max %.3f ms (%d runs after 1 warm-up, %d %s)\n",
+        s.median_ms, s.min_ms, s.max_ms, o.repeat, threads, threads == 1 ? "thread" : "threads");
+    std::fflush(stdout);
+  }
+
+  std::set<std::string> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const runtime::TensorInfo& t = model.outputs().at(i);
+    std::string file = output_file(o.output_dir, t.name);
+    if (!written.insert(file).second)
+      throw CliError(kRuntime, "outputs of " + o.model + " map to the same file " + file +
+                                   " (output '" + t.name + "')");
+    with_exit_code(kRuntime, "writing output '" + t.name + "'",
+                   [&] { runtime::save_npy(file, outputs[i]); });
+    std::cout << "wrote " << file << " (" << runtime::to_string(outputs[i].dtype())
+              << dims_string(outputs[i].shape()) << ")\n";
+  }
+}
+
+void zoo_list_command() {
+  for (const std::string& name : models::model_names()) {
+    graph::Graph g = with_exit_code(kCompile, "building zoo model '" + name + "'",
+                                    [&] { return models::build_model(name); });
+    std::string io;
+    for (graph::ValueId v : g.inputs()) io += (io.empty() ? "" : ", ") + type_string(g, v);
+    io += " -> ";
+    for (size_t i = 0; i < g.outputs().size(); ++i)
+      io += (i ? ", " : "") + type_string(g, g.outputs()[i]);
+    std::string padded = name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ');
+    std::cout << padded << zoo_description(name) << "\n" << std::string(14, ' ') << io << "\n";
+  }
+}
+
+void zoo_export_command(const ZooExportOptions& o) {
+  const std::string output = o.output.empty() ? o.name + ".onnx" : o.output;
+  check_output_path(output, "-o");
+  graph::Graph g = zoo_model(o.name, "zoo export");
+  with_exit_code(kCompile, "exporting zoo model '" + o.name + "'",
+                 [&] { frontend::export_onnx(g, output, o.name); });
+  std::error_code ec;
+  std::cout << "wrote " << output << " ("
+            << bytes_string(static_cast<int64_t>(fs::file_size(output, ec))) << ")\n";
+}
+
+}  // namespace anvil::cli

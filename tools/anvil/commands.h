@@ -1,0 +1,43 @@
+// The `anvil` commands, each a function of its parsed options. They throw CliError (args.h) with
+// the exit code of what went wrong; main.cc parses the command line and reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace anvil::cli {
+
+struct CompileOptions {
+  std::string model;                      // an ONNX file, or zoo:NAME
+  std::string target = "llvm";            // anvil::Target::parse
+  std::vector<std::string> input_shapes;  // NAME=DIMS
+  bool no_fuse = false;
+  bool no_layout = false;
+  bool separate_params = false;
+  bool verbose = false;
+  std::vector<std::string> print_after;  // graph passes (or "all")
+  std::string output;                    // model.so
+};
+void compile_command(const CompileOptions& options);
+
+struct RunOptions {
+  std::string model;                // model.so
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::string output_dir = ".";
+  int repeat = 0;   // timed runs after one warm-up (0: one run, untimed)
+  int threads = 0;  // 0: the runtime's default
+};
+void run_command(const RunOptions& options);
+
+void zoo_list_command();
+
+struct ZooExportOptions {
+  std::string name;
+  std::string output;  // default NAME.onnx
+};
+void zoo_export_command(const ZooExportOptions& options);
+
+// The passes --print-after takes ("all" and the pass names of the build pipeline).
+std::vector<std::string> printable_passes();
+
+}  // namespace anvil::cli

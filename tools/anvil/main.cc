@@ -1,0 +1,143 @@
+// The `anvil` command line: compile a model (an ONNX file or a built-in one) into model.so, run a
+// compiled model on .npy inputs, list and export the built-in models.
+//
+// Exit codes, and which failure maps to which:
+//   0  success (and --help).
+//   1  usage error: anything CLI11 rejects (unknown option or command, missing argument, a
+//      --repeat or --threads below 1), a malformed option value (--input-shape not NAME=DIMS,
+//      --input not NAME=FILE, a --target that anvil::Target::parse refuses, a --print-after that
+//      names no pass), an unknown zoo model name, an output path whose directory does not exist.
+//   2  bad input or model: a missing, malformed or truncated ONNX file, an op the importer does
+//      not map or a symbolic dimension left unbound (every anvil::Error out of import_onnx), an
+//      --input-shape that a zoo model's static shape contradicts; for `run`, a model.so that is not
+//      a valid artifact (runtime::ArtifactError, or anything else Model::load throws), a bad .npy
+//      (load_npy), an input that the model does not have, lacks, or whose shape or dtype differs
+//      (checked here, and runtime::InputError out of Model::run).
+//   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save, and out
+//      of export_onnx for `zoo export`: the model was valid, Anvil could not compile it.
+//   4  runtime error: any other exception out of Model::run (a kernel returned an error), or an
+//      output .npy that cannot be written.
+// The phase an error happens in decides its code (tools/anvil/commands.cc wraps each phase with
+// with_exit_code), not the exception's type alone: an anvil::Error is a bad model when the
+// importer throws it and a compile error when the build does; a std::runtime_error is a bad model
+// out of Model::load and a runtime error out of Model::run. An exception that no phase claims is
+// reported as an internal error with code 3. Every message goes to stderr as "anvil: error: "
+// followed by the file, node, tensor or option involved and what was expected.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "tools/anvil/args.h"
+#include "tools/anvil/commands.h"
+
+namespace {
+
+using namespace anvil::cli;
+
+int report(ExitCode code, const std::string& message) {
+  std::cerr << "anvil: error: " << message << "\n";
+  return code;
+}
+
+// CLI11 reports an unknown command as "A subcommand is required"; this names it instead.
+// Returns an empty string when `arg` is an option or one of `parent`'s commands.
+std::string unknown_command(CLI::App& parent, const std::string& arg) {
+  if (arg.empty() || arg[0] == '-') return "";
+  std::string names;
+  for (CLI::App* sub : parent.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(arg)) return "";
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return "unknown command '" + arg + "' (expected one of: " + names + ")";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"anvil: a deep-learning compiler (ONNX or built-in models to model.so)", "anvil"};
+  app.require_subcommand(1);
+
+  CompileOptions compile;
+  CLI::App* c = app.add_subcommand("compile", "Compile a model into one artifact (model.so)");
+  c->add_option("MODEL", compile.model, "An ONNX file, or zoo:NAME for a built-in model")
+      ->required();
+  c->add_option("--target", compile.target,
+                "What to compile for: 'llvm' (this CPU), 'llvm -mcpu=znver3', 'c'")
+      ->capture_default_str()
+      ->type_name("TARGET");
+  c->add_option("--input-shape", compile.input_shapes,
+                "Bind an input's shape, NAME=DIMS (data=1x3x224x224); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=DIMS");
+  c->add_flag("--no-fuse", compile.no_fuse, "One kernel per operator (the fusion ablation)");
+  c->add_flag("--no-layout", compile.no_layout, "Keep convolutions in NCHW (no NCHW[x]c)");
+  c->add_flag("--separate-params", compile.separate_params,
+              "Write the parameters beside model.so as a .safetensors file");
+  c->add_option("--print-after", compile.print_after,
+                "Print the graph after a pass (or 'all'); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("PASS")
+      ->check(CLI::IsMember(printable_passes()));
+  c->add_flag("-v,--verbose", compile.verbose, "Print the kernels and the memory plan");
+  c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
+      ->required()
+      ->type_name("FILE");
+
+  RunOptions run;
+  CLI::App* r = app.add_subcommand("run", "Run a compiled model on .npy inputs");
+  r->add_option("MODEL", run.model, "The artifact (model.so)")->required();
+  r->add_option("--input", run.inputs, "An input, NAME=FILE.npy; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
+  r->add_option("--output-dir", run.output_dir, "Where <output name>.npy files go")
+      ->capture_default_str()
+      ->type_name("DIR");
+  r->add_option("--repeat", run.repeat, "Time N runs after one warm-up; print the median")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  r->add_option("--threads", run.threads, "Threads the kernels use")
+      ->type_name("T")
+      ->check(CLI::Range(1, 4096));
+
+  CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
+  zoo->require_subcommand(1);
+  zoo->add_subcommand("list", "Names, descriptions, inputs and outputs");
+  ZooExportOptions zoo_export;
+  CLI::App* ze = zoo->add_subcommand("export", "Write a built-in model as an ONNX file");
+  ze->add_option("NAME", zoo_export.name, "The model's name (anvil zoo list)")->required();
+  ze->add_option("-o,--output", zoo_export.output, "The ONNX file (default NAME.onnx)")
+      ->type_name("FILE");
+
+  std::string unknown = argc > 1 ? unknown_command(app, argv[1]) : "";
+  if (unknown.empty() && argc > 2 && std::string(argv[1]) == "zoo")
+    unknown = unknown_command(*zoo, argv[2]);
+  if (!unknown.empty()) return report(kUsage, unknown);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "anvil: error: " << e.what() << "\n";
+    std::cerr << "Run 'anvil --help' (or 'anvil COMMAND --help') for the usage.\n";
+    return kUsage;
+  }
+
+  try {
+    if (c->parsed()) {
+      compile_command(compile);
+    } else if (r->parsed()) {
+      run_command(run);
+    } else if (zoo->got_subcommand("list")) {
+      zoo_list_command();
+    } else if (ze->parsed()) {
+      zoo_export_command(zoo_export);
+    }
+  } catch (const CliError& e) {
+    return report(e.code(), e.what());
+  } catch (const std::exception& e) {
+    // Each command wraps its phases; an exception that escapes them is Anvil's own failure.
+    return report(kCompile, std::string("internal error: ") + e.what());
+  }
+  return kOk;
+}
