@@ -185,7 +185,7 @@ TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("run m.so --threads -2", 1, {"--threads"});
   expect_error("run m.so --input state", 1, {"--input: 'state' is not of the form NAME=FILE.npy"});
   expect_error("run m.so --input a=x.npy --input a=y.npy", 1, {"input 'a' is given twice"});
-  expect_error("run m.so --output-dir nowhere", 1, {"--output-dir nowhere"});
+  expect_error("run m.so --output-dir no/where", 1, {"--output-dir no/where"});
   expect_error("zoo", 1, {});
   expect_error("zoo export", 1, {"NAME"});
 }
@@ -312,7 +312,7 @@ TEST_F(CliDqn, CompilesRunsAndRefusesBadInputsAndArtifacts) {
   EXPECT_NE(c.out.find("wrote dqn.so"), std::string::npos) << c.out;
   EXPECT_NE(c.err.find("// after eliminate_dead_code"), std::string::npos) << c.err;
 
-  fs::create_directories(path("out"));
+  // --output-dir is created when missing.
   Result r = anvil("run dqn.so --input state=state.npy --output-dir out --repeat 3 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("latency: median "), std::string::npos) << r.out;
@@ -320,10 +320,22 @@ TEST_F(CliDqn, CompilesRunsAndRefusesBadInputsAndArtifacts) {
   EXPECT_NE(r.out.find("wrote out/q_values.npy (float32[1, 18])"), std::string::npos) << r.out;
   expect_close(runtime::load_npy(path("out/q_values.npy")), *reference_, "dqn");
 
+  // --fill-mode fills the inputs not given: ones, checked against the interpreter on ones.
+  r = anvil("run dqn.so --fill-mode ones --output-dir ones");
+  ASSERT_EQ(r.code, 0) << r.err;
+  {
+    graph::Graph g = models::build_model("dqn");
+    runtime::NDArray ones = runtime::NDArray::empty({1, 4, 84, 84}, runtime::dl_float32());
+    std::fill_n(ones.data_as<float>(), ones.numel(), 1.0f);
+    expect_close(runtime::load_npy(path("ones/q_values.npy")), graph::interpret(g, {ones}).at(0),
+                 "dqn on ones");
+  }
+  expect_error("run dqn.so --fill-mode twos", 1, {"--fill-mode"});
+
   // Wrong inputs: each names the option, the input and what the model expects.
   expect_error("run dqn.so --input image=state.npy", 2,
                {"--input image=state.npy", "no input 'image'", "'state' float32[1, 4, 84, 84]"});
-  expect_error("run dqn.so", 2, {"'state' float32[1, 4, 84, 84] is not given"});
+  expect_error("run dqn.so", 2, {"'state' float32[1, 4, 84, 84] is not given", "--fill-mode"});
   runtime::save_npy(path("small.npy"),
                     runtime::NDArray::empty({1, 4, 84, 83}, runtime::dl_float32(), true));
   expect_error("run dqn.so --input state=small.npy", 2,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "anvil/frontend/onnx/exporter.h"
@@ -161,10 +162,47 @@ void compile_command(const CompileOptions& o) {
   std::cout << "\n";
 }
 
+namespace {
+
+// An input of `t`'s shape and dtype for --fill-mode: zeros, ones, or seeded random values
+// (floats uniform in [-1, 1], integers in [0, 10): valid indices for any embedding table).
+runtime::NDArray filled(const runtime::TensorInfo& t, const std::string& mode) {
+  runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype, /*zero=*/true);
+  std::mt19937 rng(0);
+  const DLDataType d = t.dtype;
+  auto fill = [&](auto* p, auto one, auto random) {
+    for (int64_t i = 0; i < a.numel(); ++i) p[i] = mode == "ones" ? one : random();
+  };
+  if (mode == "zeros") return a;
+  if (d.code == kDLFloat && d.bits == 32) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    fill(a.data_as<float>(), 1.0f, [&] { return u(rng); });
+  } else if (d.code == kDLFloat && d.bits == 64) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    fill(a.data_as<double>(), 1.0, [&] { return u(rng); });
+  } else if (d.code == kDLInt && d.bits == 64) {
+    fill(a.data_as<int64_t>(), int64_t{1}, [&] { return static_cast<int64_t>(rng() % 10); });
+  } else if (d.code == kDLInt && d.bits == 32) {
+    fill(a.data_as<int32_t>(), int32_t{1}, [&] { return static_cast<int32_t>(rng() % 10); });
+  } else {
+    throw CliError(kBadInput, "--fill-mode " + mode + ": input " + type_string(t) +
+                                  " has a dtype it cannot fill; give it with --input");
+  }
+  return a;
+}
+
+}  // namespace
+
 void run_command(const RunOptions& o) {
+  // The output directory is created when missing (its parent must exist, as for -o).
   std::error_code ec;
-  if (!fs::is_directory(o.output_dir, ec))
-    usage_error("--output-dir " + o.output_dir + ": not a directory");
+  if (!fs::is_directory(o.output_dir, ec)) {
+    fs::path parent = fs::absolute(o.output_dir, ec).parent_path();
+    if (fs::exists(o.output_dir, ec) || !fs::is_directory(parent, ec) ||
+        !fs::create_directory(o.output_dir, ec))
+      usage_error("--output-dir " + o.output_dir +
+                  ": not a directory, and it cannot be created (its parent must exist)");
+  }
   std::map<std::string, std::string> files;
   for (const std::string& text : o.inputs) {
     auto [name, file] = parse_binding(text, "--input", "NAME=FILE.npy");
@@ -203,9 +241,13 @@ void run_command(const RunOptions& o) {
     inputs.emplace(name, a);
   }
   for (const runtime::TensorInfo& t : model.inputs())
-    if (!inputs.count(t.name))
-      throw CliError(kBadInput, "--input: " + o.model + "'s input " + type_string(t) +
-                                    " is not given (expected --input " + t.name + "=FILE.npy)");
+    if (!inputs.count(t.name)) {
+      if (o.fill_mode.empty())
+        throw CliError(kBadInput, "--input: " + o.model + "'s input " + type_string(t) +
+                                      " is not given (expected --input " + t.name +
+                                      "=FILE.npy, or --fill-mode)");
+      inputs.emplace(t.name, filled(t, o.fill_mode));
+    }
 
   auto run_once = [&] {
     try {

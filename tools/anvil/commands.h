@@ -23,6 +23,7 @@ void compile_command(const CompileOptions& options);
 struct RunOptions {
   std::string model;                // model.so
   std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::string fill_mode;            // "", "zeros", "ones" or "random": inputs not given
   std::string output_dir = ".";
   int repeat = 0;   // timed runs after one warm-up (0: one run, untimed)
   int threads = 0;  // 0: the runtime's default

@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
   r->add_option("--input", run.inputs, "An input, NAME=FILE.npy; repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=FILE");
+  r->add_option("--fill-mode", run.fill_mode,
+                "Fill the inputs not given by --input: zeros, ones, or random (floats uniform in "
+                "[-1, 1], integers in [0, 10), seed 0)")
+      ->check(CLI::IsMember({"zeros", "ones", "random"}))
+      ->type_name("MODE");
   r->add_option("--output-dir", run.output_dir, "Where <output name>.npy files go")
       ->capture_default_str()
       ->type_name("DIR");
