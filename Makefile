@@ -34,8 +34,15 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
+# The end-to-end path: the kernel demo, then the built-in ResNet-18 compiled into one artifact,
+# run by `anvil run` (median latency) and by the C example that links only the runtime.
 run: build
 	./$(BUILD_DIR)/bin/anvil_demo
+	@mkdir -p $(BUILD_DIR)/demo
+	./$(BUILD_DIR)/bin/anvil compile zoo:resnet18 --target llvm -o $(BUILD_DIR)/demo/resnet18.so
+	./$(BUILD_DIR)/bin/anvil run $(BUILD_DIR)/demo/resnet18.so --fill-mode random \
+	  --output-dir $(BUILD_DIR)/demo --repeat 20
+	./$(BUILD_DIR)/bin/run_model $(BUILD_DIR)/demo/resnet18.so
 
 # bench_ops (Anvil against oneDNN, layer by layer) runs with the perturbed shapes too.
 bench: build
