@@ -7,7 +7,11 @@
 // - Max/Min (maximum, minimum, relu, clip, hard_sigmoid) propagate NaN.
 // - Integer div truncates toward zero (C semantics, ONNX Div on integers). Division by zero is
 //   undefined in ONNX; here it gives 0 instead of trapping, and INT_MIN / -1 wraps.
-// - Integer add/sub/mul overflow is undefined (as in ONNX); tests keep values in range.
+// - Integer add/sub/mul wrap at the type's width in the reference (as NumPy does: uint8
+//   200 + 100 = 44); in compiled code their overflow stays undefined, as in ONNX.
+// Types: the references take float16/32/64, int8-64, uint8-64 and bool (host_value.h; float16
+// results are rounded once from a double); compiled code takes float32, int32, int64 and bool,
+// and its compute refuses the others naming the op.
 // - clip with min > max gives max everywhere (Min(max, Max(x, min))).
 // - cast from float to an integer truncates toward zero (out of range: undefined, as in ONNX);
 //   to bool is x != 0 (NaN is true); int64 to int32 wraps.
@@ -21,6 +25,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
@@ -32,8 +37,6 @@ using namespace ir;
 namespace {
 
 const DataType kF32 = DataType::Float32();
-const DataType kI32 = DataType::Int32();
-const DataType kI64 = DataType::Int64();
 const DataType kBool = DataType::Bool();
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -92,11 +95,11 @@ enum class TypeSet { kFloat, kNumeric, kNumericOrBool, kBool };
 bool in_set(DataType t, TypeSet set) {
   switch (set) {
     case TypeSet::kFloat:
-      return t == kF32;
+      return host::reference_dtype(t) && t.is_float();
     case TypeSet::kNumeric:
-      return t == kF32 || t == kI32 || t == kI64;
+      return host::reference_dtype(t) && !t.is_bool();
     case TypeSet::kNumericOrBool:
-      return t == kF32 || t == kI32 || t == kI64 || t == kBool;
+      return host::reference_dtype(t);
     case TypeSet::kBool:
       return t == kBool;
   }
@@ -106,11 +109,11 @@ bool in_set(DataType t, TypeSet set) {
 const char* set_name(TypeSet set) {
   switch (set) {
     case TypeSet::kFloat:
-      return "float32";
+      return "float16, float32 or float64";
     case TypeSet::kNumeric:
-      return "float32, int32 or int64";
+      return "a float or integer type";
     case TypeSet::kNumericOrBool:
-      return "float32, int32, int64 or bool";
+      return "a float, integer or bool type";
     case TypeSet::kBool:
       return "bool";
   }
@@ -140,64 +143,63 @@ double float_attr(const Attrs& attrs, const std::string& name, double fallback) 
 // The dtype named by cast's attribute 'to'.
 DataType cast_target(const Attrs& attrs) {
   std::string to = attrs.get_string("to");
-  if (to == "float32") return kF32;
-  if (to == "int32") return kI32;
-  if (to == "int64") return kI64;
-  if (to == "bool") return kBool;
-  throw Error(
-      str(attrs.op(), ": attribute 'to' is '", to, "', expected float32, int32, int64 or bool"));
+  DataType t = kBool;
+  bool ok = true;
+  try {
+    t = DataType::parse(to);
+  } catch (const Error&) {
+    ok = false;
+  }
+  ANVIL_CHECK(ok && in_set(t, TypeSet::kNumericOrBool), attrs.op(), ": attribute 'to' is '", to,
+              "', expected float16/32/64, int8/16/32/64, uint8/16/32/64 or bool");
+  return t;
 }
 
 // ---- host values of the references
 
-// One element in a reference: a double for float tensors, an int64 for integer and bool ones.
+// One element in a reference: a double for float tensors, an int64 for integer and bool ones
+// (uint64 keeps its bit pattern, `u` set).
 struct Value {
   bool is_float = false;
   double f = 0;
   int64_t i = 0;
+  bool u = false;  // an unsigned 64-bit integer
 };
 Value fval(double f) {
-  return {true, f, 0};
+  return {true, f, 0, false};
 }
-Value ival(int64_t i) {
-  return {false, 0, i};
+Value ival(int64_t i, bool u = false) {
+  return {false, 0, i, u};
 }
 Value bval(bool b) {
-  return {false, 0, b ? 1 : 0};
+  return {false, 0, b ? 1 : 0, false};
 }
 
 Value read_value(const runtime::NDArray& a, int64_t k) {
-  DLDataType t = a.dtype();
-  if (t.code == kDLFloat) return fval(a.data_as<float>()[k]);
-  if (t.bits == 32) return ival(a.data_as<int32_t>()[k]);
-  if (t.bits == 64) return ival(a.data_as<int64_t>()[k]);
-  return ival(a.data_as<uint8_t>()[k]);  // bool
+  DataType t = from_dlpack(a.dtype());
+  if (t.is_float()) return fval(host::read_f64(a, k));
+  return ival(host::read_i64(a, k), t == DataType::UInt(64));
 }
 
 void write_value(const runtime::NDArray& a, int64_t k, DataType t, Value v) {
-  if (t == kF32) {
-    a.data_as<float>()[k] = static_cast<float>(v.is_float ? v.f : static_cast<double>(v.i));
-  } else if (t == kBool) {
-    a.data_as<uint8_t>()[k] = v.is_float ? v.f != 0 : v.i != 0;
+  if (t.is_bool()) {
+    a.data_as<uint8_t>()[k] = v.is_float ? v.f != 0 : v.i != 0;  // NaN is true
+  } else if (t.is_float()) {
+    double d = v.is_float ? v.f
+               : v.u      ? static_cast<double>(static_cast<uint64_t>(v.i))
+                          : static_cast<double>(v.i);
+    host::write_f64(a, k, d);
   } else {
-    // Float to integer truncates toward zero; int64 to int32 wraps (C++20 conversion rules).
-    int64_t i = v.is_float ? static_cast<int64_t>(v.f) : v.i;
-    if (t == kI32) {
-      a.data_as<int32_t>()[k] = static_cast<int32_t>(i);
-    } else {
-      a.data_as<int64_t>()[k] = i;
-    }
+    // Float to integer truncates toward zero; integers wrap to the target's width.
+    host::write_i64(a, k, v.is_float ? host::f64_to_i64(v.f) : v.i);
   }
 }
 
 // The dtype of a host tensor among those the references handle.
 DataType host_type(const std::string& op, const runtime::NDArray& a) {
-  DLDataType d = a.dtype();
-  if (d.code == kDLFloat && d.bits == 32) return kF32;
-  if (d.code == kDLInt && d.bits == 32) return kI32;
-  if (d.code == kDLInt && d.bits == 64) return kI64;
-  if (d.code == static_cast<uint8_t>(DataType::Code::kBool) && d.bits == 8) return kBool;
-  throw Error(str(op, ": the reference has no implementation for ", runtime::to_string(d)));
+  DataType t = from_dlpack(a.dtype());
+  if (host::reference_dtype(t)) return t;
+  throw Error(str(op, ": the reference has no implementation for ", runtime::to_string(a.dtype())));
 }
 
 DLDataType dl_type(DataType t) {
@@ -250,7 +252,10 @@ void register_elementwise(const std::string& name, size_t arity, TypeRule type_r
   };
   def.compute = [=](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     std::vector<std::vector<int64_t>> shapes;
-    for (const te::Tensor& t : in) shapes.push_back(shape_of(t));
+    for (const te::Tensor& t : in) {
+      host::check_compiled_dtype(name, t->dtype, "an input");
+      shapes.push_back(shape_of(t));
+    }
     std::vector<int64_t> shape = broadcast_shapes(name, shapes);
     return std::vector<te::Tensor>{te::compute(
         to_exprs(shape),
@@ -327,16 +332,29 @@ void unary_float(const std::string& name, UnaryF f, UnaryRef ref,
 using BinaryF = std::function<Expr(Expr, Expr)>;
 using BinaryFloatRef = std::function<double(double, double)>;
 using BinaryIntRef = std::function<int64_t(int64_t, int64_t)>;
+using BinaryUIntRef = std::function<uint64_t(uint64_t, uint64_t)>;
 
-// A binary arithmetic op on float32, int32 or int64 (float32 only without `int_ref`).
+// A binary arithmetic op on floats and integers (floats only without `int_ref`). Integers narrower
+// than 64 bits are exact in an int64; uint64 takes `uint_ref` when its result depends on the
+// signedness (division, max, min), else `int_ref` on the bit patterns (add, sub, mul wrap alike).
 void binary_arith(const std::string& name, BinaryF f, BinaryFloatRef float_ref,
-                  BinaryIntRef int_ref = nullptr) {
+                  BinaryIntRef int_ref = nullptr, BinaryUIntRef uint_ref = nullptr) {
   register_elementwise(
       name, 2, same_type(int_ref ? TypeSet::kNumeric : TypeSet::kFloat),
       [f](const std::vector<Expr>& x, const Attrs&) { return f(x[0], x[1]); },
-      [float_ref, int_ref](const std::vector<Value>& x, const Attrs&) {
-        return x[0].is_float ? fval(float_ref(x[0].f, x[1].f)) : ival(int_ref(x[0].i, x[1].i));
+      [float_ref, int_ref, uint_ref](const std::vector<Value>& x, const Attrs&) {
+        if (x[0].is_float) return fval(float_ref(x[0].f, x[1].f));
+        if (x[0].u && uint_ref) {
+          uint64_t r = uint_ref(static_cast<uint64_t>(x[0].i), static_cast<uint64_t>(x[1].i));
+          return ival(static_cast<int64_t>(r), true);
+        }
+        return ival(int_ref(x[0].i, x[1].i), x[0].u);
       });
+}
+
+// uint64 bit patterns as int64s of the same order (the sign bit flipped).
+int64_t unsigned_order(int64_t v) {
+  return static_cast<int64_t>(static_cast<uint64_t>(v) ^ (uint64_t{1} << 63));
 }
 
 // A comparison: bool output.
@@ -347,7 +365,9 @@ void comparison(const std::string& name, TypeSet set, BinaryF f,
       name, 2, to_bool(set),
       [f](const std::vector<Expr>& x, const Attrs&) { return f(x[0], x[1]); },
       [float_ref, int_ref](const std::vector<Value>& x, const Attrs&) {
-        return bval(x[0].is_float ? float_ref(x[0].f, x[1].f) : int_ref(x[0].i, x[1].i));
+        if (x[0].is_float) return bval(float_ref(x[0].f, x[1].f));
+        if (x[0].u) return bval(int_ref(unsigned_order(x[0].i), unsigned_order(x[1].i)));
+        return bval(int_ref(x[0].i, x[1].i));
       });
 }
 
@@ -376,6 +396,7 @@ void register_unary_ops() {
       [](const std::vector<Expr>& x, const Attrs&) { return max(x[0], make_zero(x[0].type())); },
       [](const std::vector<Value>& x, const Attrs&) {
         if (x[0].is_float) return fval(std::isnan(x[0].f) ? x[0].f : x[0].f < 0 ? 0.0 : x[0].f);
+        if (x[0].u) return x[0];
         return ival(x[0].i < 0 ? 0 : x[0].i);
       });
   register_elementwise(
@@ -394,6 +415,7 @@ void register_unary_ops() {
         return select(x[0] < zero, zero - x[0], x[0]);
       },
       [](const std::vector<Value>& x, const Attrs&) {
+        if (x[0].u) return x[0];
         return x[0].is_float ? fval(std::fabs(x[0].f))
                              : ival(x[0].i < 0 ? wrap_sub(0, x[0].i) : x[0].i);
       });
@@ -445,9 +467,10 @@ void register_unary_ops() {
           return fval(v);
         }
         int64_t v = x[0].i;
-        if (static_cast<double>(v) < lo) v = static_cast<int64_t>(lo);
-        if (static_cast<double>(v) > hi) v = static_cast<int64_t>(hi);
-        return ival(v);
+        double d = x[0].u ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
+        if (d < lo) v = static_cast<int64_t>(lo);
+        if (d > hi) v = host::f64_to_i64(hi);  // a uint64 bound may exceed INT64_MAX
+        return ival(v, x[0].u);
       });
 
   unary_float(
@@ -544,7 +567,8 @@ void register_binary_ops() {
       wrap_mul);
   binary_arith(
       "div", [](Expr a, Expr b) { return a.type().is_float() ? a / b : int_div(a, b); },
-      [](double a, double b) { return a / b; }, int_div_ref);
+      [](double a, double b) { return a / b; }, int_div_ref,
+      [](uint64_t a, uint64_t b) { return b == 0 ? uint64_t{0} : a / b; });
   binary_arith(
       "pow",
       [](Expr a, Expr b) {
@@ -556,13 +580,15 @@ void register_binary_ops() {
       [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
                                       : a > b                        ? a
                                                                      : b; },
-      [](int64_t a, int64_t b) { return a > b ? a : b; });
+      [](int64_t a, int64_t b) { return a > b ? a : b; },
+      [](uint64_t a, uint64_t b) { return a > b ? a : b; });
   binary_arith(
       "minimum", [](Expr a, Expr b) { return min(a, b); },
       [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
                                       : a < b                        ? a
                                                                      : b; },
-      [](int64_t a, int64_t b) { return a < b ? a : b; });
+      [](int64_t a, int64_t b) { return a < b ? a : b; },
+      [](uint64_t a, uint64_t b) { return a < b ? a : b; });
   // prelu(x, slope): slope broadcasts to x's shape (ONNX unidirectional broadcasting).
   register_elementwise(
       "prelu", 2, same_type(TypeSet::kFloat),
@@ -631,6 +657,7 @@ void register_other_ops() {
       },
       [](const std::vector<Expr>& x, const Attrs& attrs) {
         DataType to = cast_target(attrs);
+        host::check_compiled_dtype("cast", to, "the target type");
         return x[0].type() == to ? x[0] : Cast::make(to, x[0]);
       },
       [](const std::vector<Value>& x, const Attrs&) { return x[0]; });

@@ -114,6 +114,7 @@ void register_all() {
   register_conv_transpose_nchwc_ops();
   register_winograd_ops();
   register_recurrent_ops();
+  register_window_nd_ops();
 }
 
 void ensure_registered() {

@@ -23,6 +23,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
@@ -90,7 +91,11 @@ std::vector<int64_t> ints_of_size(const std::string& op, const Attrs& attrs,
 PoolAttrs parse_pool(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs,
                      bool is_avg) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
-  check_float_input(op, in[0], "x");
+  // The references also take float16/float64 (and integers for max); compiled code float32.
+  DataType t = in[0].dtype;
+  ANVIL_CHECK(host::reference_dtype(t) && !t.is_bool() && (t.is_float() || !is_avg), op,
+              ": input 'x' must be ", is_avg ? "a float" : "a float or integer", " tensor, not ",
+              t);
   ANVIL_CHECK(in[0].shape.size() == 4, op, ": input 'x' must be 4-d (NCHW), got ",
               to_string(in[0]));
   std::vector<int64_t> k = ints_of_size(op, attrs, "kernel_shape", 2, {}, 1);
@@ -185,6 +190,7 @@ Expr dim_count(const PoolDim& pd, const Var& o, bool include_pad) {
 std::vector<te::Tensor> pool_compute(const std::string& op, const te::Tensor& x, const Attrs& attrs,
                                      bool is_avg) {
   std::vector<int64_t> xs = shape_of(x);
+  check_float_input(op, {xs, x->dtype}, "x");
   PoolAttrs a = parse_pool(op, {{xs, x->dtype}}, attrs, is_avg);
   IterVar rh = te::reduce_axis(static_cast<int>(a.h.kernel), "rh");
   IterVar rw = te::reduce_axis(static_cast<int>(a.w.kernel), "rw");
@@ -214,20 +220,19 @@ std::vector<te::Tensor> pool_compute(const std::string& op, const te::Tensor& x,
 
 runtime::NDArray pool_reference(const std::string& op, const runtime::NDArray& x,
                                 const Attrs& attrs, bool is_avg) {
-  PoolAttrs a = parse_pool(op, {{x.shape(), DataType::Float32()}}, attrs, is_avg);
+  PoolAttrs a = parse_pool(op, {{x.shape(), from_dlpack(x.dtype())}}, attrs, is_avg);
   int64_t N = x.shape()[0], C = x.shape()[1], H = a.h.in, W = a.w.in;
-  runtime::NDArray out = runtime::NDArray::empty({N, C, a.h.out, a.w.out}, runtime::dl_float32());
-  const float* xp = x.data_as<float>();
-  float* op_ = out.data_as<float>();
+  runtime::NDArray out = runtime::NDArray::empty({N, C, a.h.out, a.w.out}, x.dtype());
+  bool is_float = from_dlpack(x.dtype()).is_float();
   int64_t hlo = a.h.count_lo(a.count_include_pad), hhi = a.h.count_hi(a.count_include_pad);
   int64_t wlo = a.w.count_lo(a.count_include_pad), whi = a.w.count_hi(a.count_include_pad);
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t c = 0; c < C; ++c) {
-      const float* plane = xp + (n * C + c) * H * W;
+      int64_t plane = (n * C + c) * H * W;
       for (int64_t oh = 0; oh < a.h.out; ++oh) {
         for (int64_t ow = 0; ow < a.w.out; ++ow) {
           double best = -std::numeric_limits<double>::infinity(), total = 0;
-          int64_t counted = 0;
+          int64_t counted = 0, ibest = std::numeric_limits<int64_t>::min();
           bool nan = false;
           for (int64_t kh = 0; kh < a.h.kernel; ++kh) {
             for (int64_t kw = 0; kw < a.w.kernel; ++kw) {
@@ -235,15 +240,24 @@ runtime::NDArray pool_reference(const std::string& op, const runtime::NDArray& x
               int64_t iw = ow * a.w.stride - a.w.pad_begin + kw * a.w.dilation;
               if (ih >= hlo && ih < hhi && iw >= wlo && iw < whi) ++counted;
               if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              double v = plane[ih * W + iw];
+              if (!is_float) {  // integers: max pooling only, exact
+                ibest = std::max(ibest, host::read_i64(x, plane + ih * W + iw));
+                continue;
+              }
+              double v = host::read_f64(x, plane + ih * W + iw);
               nan = nan || std::isnan(v);
               best = std::max(best, v);
               total += v;
             }
           }
+          int64_t e = ((n * C + c) * a.h.out + oh) * a.w.out + ow;
+          if (!is_float) {
+            host::write_i64(out, e, ibest);
+            continue;
+          }
           double r = is_avg ? (counted ? total / static_cast<double>(counted) : 0.0) : best;
           if (nan) r = std::numeric_limits<double>::quiet_NaN();
-          op_[((n * C + c) * a.h.out + oh) * a.w.out + ow] = static_cast<float>(r);
+          host::write_f64(out, e, r);
         }
       }
     }

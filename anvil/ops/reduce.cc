@@ -1,6 +1,7 @@
 // Reductions: reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod over any axes;
 // argmax/argmin along one axis; softmax and log_softmax along one axis. float32 inputs of rank 1
-// or more.
+// or more (the reduce_* references also take float16 and float64, accumulating in double; their
+// compute refuses them).
 //
 // Attributes (ONNX semantics):
 //   reduce_*:           axes (list; negative counts from the end; empty or absent: all axes;
@@ -59,6 +60,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/support/error.h"
 
@@ -79,9 +81,13 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return to_string(TensorType{shape, f32}).substr(7);  // drop "float32"
 }
 
-void check_input(const std::string& op, const std::vector<TensorType>& in) {
+// With `any_float`, float16 and float64 too (the reduce_* references; compiled code is float32).
+void check_input(const std::string& op, const std::vector<TensorType>& in, bool any_float = false) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
-  ANVIL_CHECK(in[0].dtype == f32, op, ": input must be float32, not ", in[0].dtype);
+  bool ok = in[0].dtype == f32 ||
+            (any_float && in[0].dtype.is_float() && host::reference_dtype(in[0].dtype));
+  ANVIL_CHECK(ok, op, ": input must be ", any_float ? "float16, float32 or float64" : "float32",
+              ", not ", in[0].dtype);
   ANVIL_CHECK(!in[0].shape.empty(), op, ": input must have rank 1 or more, not a scalar");
 }
 
@@ -258,7 +264,6 @@ std::vector<runtime::NDArray> reduce_reference(ReduceKind kind, const runtime::N
                 : kind == ReduceKind::kProd ? 1.0
                                             : 0.0;
   std::vector<double> acc(static_cast<size_t>(n_out), init);
-  const float* x = in.data_as<float>();
   size_t rank = spec.in_shape.size();
   std::vector<int64_t> coord(rank, 0);
   for (int64_t i = 0; i < numel(spec.in_shape); ++i) {
@@ -267,7 +272,7 @@ std::vector<runtime::NDArray> reduce_reference(ReduceKind kind, const runtime::N
     for (size_t d = 0; d < rank; ++d) {
       if (!spec.reduced[d]) o = o * spec.in_shape[d] + coord[d];
     }
-    double v = x[i];
+    double v = host::read_f64(in, i);
     double& a = acc[static_cast<size_t>(o)];
     switch (kind) {
       case ReduceKind::kSum:
@@ -289,11 +294,11 @@ std::vector<runtime::NDArray> reduce_reference(ReduceKind kind, const runtime::N
       coord[d] = 0;
     }
   }
-  runtime::NDArray out = runtime::NDArray::empty(out_shape, runtime::dl_float32());
+  runtime::NDArray out = runtime::NDArray::empty(out_shape, in.dtype());
   double count = static_cast<double>(spec.reduced_count());
   for (int64_t o = 0; o < n_out; ++o) {
     double a = acc[static_cast<size_t>(o)];
-    out.data_as<float>()[o] = static_cast<float>(kind == ReduceKind::kMean ? a / count : a);
+    host::write_f64(out, o, kind == ReduceKind::kMean ? a / count : a);
   }
   return {out};
 }
@@ -397,10 +402,13 @@ void register_reduce(const std::string& name, ReduceKind kind) {
   def.name = name;
   def.pattern = Pattern::kReduction;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_input(name, in);
-    return std::vector<TensorType>{{reduce_spec(name, in[0].shape, attrs).out_shape(), f32}};
+    check_input(name, in, /*any_float=*/true);
+    return std::vector<TensorType>{
+        {reduce_spec(name, in[0].shape, attrs).out_shape(), in[0].dtype}};
   };
   def.compute = [name, kind](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    ANVIL_CHECK(in[0]->dtype == f32, name, ": input is ", in[0]->dtype,
+                ", which only the reference interpreter handles (compiled code takes float32)");
     ReduceSpec spec = reduce_spec(name, shape_of(in[0]), attrs);
     return std::vector<te::Tensor>{reduce_compute(name, kind, in[0], spec)};
   };

@@ -1,6 +1,7 @@
-// layout_transform (NCHW <-> NCHW[x]c) and resize (NCHW, nearest and linear, every ONNX
-// coordinate mode): the data-movement operators with the most index arithmetic. The rest of the
-// family is in transform.cc.
+// layout_transform (NCHW <-> NCHW[x]c) and resize (NCHW; nearest and linear compiled and in the
+// reference, cubic in the reference only; every ONNX coordinate mode but tf_crop_and_resize): the
+// data-movement operators with the most index arithmetic. The rest of the family is in
+// transform.cc.
 #include "anvil/ops/transform_common.h"
 
 namespace anvil::ops::transform_detail {
@@ -124,6 +125,8 @@ struct AxisMap {
 
 struct ResizeSpec {
   std::string mode, coord, nearest;
+  double cubic_a = -0.75;  // cubic only (reference only: no compiled form)
+  bool exclude_outside = false;
   AxisMap h, w;
   std::vector<int64_t> shape;
 };
@@ -148,7 +151,11 @@ AxisMap axis_map(const std::string& coord, int64_t in, int64_t out, int64_t p, i
   if (coord == "asymmetric") {
     m.a = q, m.b = 0, m.d = p;  // x / scale
   } else if (coord == "align_corners") {
-    if (out > 1) m.a = in - 1, m.b = 0, m.d = out - 1;  // x * (in - 1) / (out - 1)
+    // x * (in - 1) / (in * scale - 1), as ONNX's reference has it: with scales that do not give
+    // a whole output length, in * scale is not the output length (0.6 * 4 = 2.4 for 2 outputs).
+    if (p * in != q) m.a = q * (in - 1), m.b = 0, m.d = p * in - q;
+  } else if (coord == "tf_half_pixel_for_nn") {
+    m.a = 2 * q, m.b = q, m.d = 2 * p;  // (x + 0.5) / scale
   } else if (coord == "half_pixel" || out > 1) {
     m.a = 2 * q, m.b = q - p, m.d = 2 * p;  // (x + 0.5) / scale - 0.5
   }                                         // pytorch_half_pixel with one output: 0
@@ -159,13 +166,19 @@ ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   const std::string op = "resize";
   ResizeSpec s;
   s.mode = attrs.get_string("mode", "nearest");
-  ANVIL_CHECK(s.mode == "nearest" || s.mode == "linear", op, ": attribute 'mode' = '", s.mode,
-              "' is not nearest or linear");
+  ANVIL_CHECK(s.mode == "nearest" || s.mode == "linear" || s.mode == "cubic", op,
+              ": attribute 'mode' = '", s.mode, "' is not nearest, linear or cubic");
+  s.cubic_a = attrs.get_float("cubic_coeff_a", -0.75);
+  int64_t exclude = attrs.get_int("exclude_outside", 0);
+  ANVIL_CHECK(exclude == 0 || exclude == 1, op,
+              ": attribute 'exclude_outside' must be 0 or 1, not ", exclude);
+  s.exclude_outside = exclude == 1;
   s.coord = attrs.get_string("coordinate_transformation_mode", "half_pixel");
   ANVIL_CHECK(s.coord == "half_pixel" || s.coord == "align_corners" || s.coord == "asymmetric" ||
-                  s.coord == "pytorch_half_pixel",
+                  s.coord == "pytorch_half_pixel" || s.coord == "tf_half_pixel_for_nn",
               op, ": attribute 'coordinate_transformation_mode' = '", s.coord,
-              "' is not half_pixel, align_corners, asymmetric or pytorch_half_pixel");
+              "' is not half_pixel, align_corners, asymmetric, pytorch_half_pixel or "
+              "tf_half_pixel_for_nn");
   s.nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
   ANVIL_CHECK(s.nearest == "round_prefer_floor" || s.nearest == "round_prefer_ceil" ||
                   s.nearest == "floor" || s.nearest == "ceil",
@@ -258,6 +271,8 @@ void register_resize() {
       [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
         te::Tensor x = in[0];
         ResizeSpec s = resize_spec(shape_of(x), attrs);
+        ANVIL_CHECK(s.mode != "cubic", name, ": mode 'cubic' has no compiled form (input ",
+                    to_string(type_of(x)), "): run the model with the reference interpreter");
         return std::vector<te::Tensor>{te::compute(
             to_exprs(s.shape),
             [&](Var n, Var c, Var h, Var w) {
@@ -302,10 +317,11 @@ void register_resize() {
           double xd = static_cast<double>(x);
           if (s.coord == "asymmetric") return xd / scale;
           if (s.coord == "align_corners") {
-            return m.out == 1 ? 0.0
-                              : xd * static_cast<double>(m.in - 1) / static_cast<double>(m.out - 1);
+            double len = scale * static_cast<double>(m.in);  // ONNX: in * scale, not out
+            return len == 1 ? 0.0 : xd * static_cast<double>(m.in - 1) / (len - 1);
           }
           if (s.coord == "pytorch_half_pixel" && m.out == 1) return 0.0;
+          if (s.coord == "tf_half_pixel_for_nn") return (xd + 0.5) / scale;
           return (xd + 0.5) / scale - 0.5;
         };
         auto clampi = [](int64_t i, int64_t n) { return std::min(std::max(i, int64_t{0}), n - 1); };
@@ -328,6 +344,42 @@ void register_resize() {
           }
           return clampi(i, n);
         };
+        // Cubic (ONNX): the four taps around v (v - 2 .. v + 1 when v is whole), edge-clamped,
+        // weighted by Keys' kernel with coefficient A at ratio r = v - floor(v) (1 when whole);
+        // exclude_outside zeroes the taps outside the input and renormalizes.
+        auto cubic_taps = [&](double v, int64_t n, int64_t idx[4], double w[4]) {
+          double f = std::floor(v);
+          bool whole = v == f;
+          double r = whole ? 1.0 : v - f;
+          auto base = static_cast<int64_t>(f) - (whole ? 2 : 1);
+          double A = s.cubic_a;
+          auto far = [A](double t) { return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; };  // 1..2
+          auto near = [A](double t) { return ((A + 2) * t - (A + 3)) * t * t + 1; };       // 0..1
+          w[0] = far(r + 1), w[1] = near(r), w[2] = near(1 - r), w[3] = far(2 - r);
+          double total = 0;
+          for (int t = 0; t < 4; ++t) {
+            int64_t i = base + t;
+            if (s.exclude_outside && (i < 0 || i >= n)) w[t] = 0;
+            total += w[t];
+            idx[t] = clampi(i, n);
+          }
+          if (s.exclude_outside)
+            for (int t = 0; t < 4; ++t) w[t] /= total;
+        };
+        auto cubic = [&](const float* plane, double vy, double vx) {
+          int64_t W = ishape[3];
+          int64_t iy[4], ix[4];
+          double wy[4], wx[4];
+          cubic_taps(vy, ishape[2], iy, wy);
+          cubic_taps(vx, W, ix, wx);
+          double v = 0;
+          for (int a = 0; a < 4; ++a) {
+            double row = 0;
+            for (int b = 0; b < 4; ++b) row += wx[b] * plane[iy[a] * W + ix[b]];
+            v += wy[a] * row;
+          }
+          return v;
+        };
         runtime::NDArray out = host_empty(s.shape, in[0].dtype());
         const float* src = in[0].data_as<float>();
         float* dst = out.data_as<float>();
@@ -338,7 +390,9 @@ void register_resize() {
             for (int64_t x = 0; x < OW; ++x) {
               double vy = source(s.h, scales[0], y), vx = source(s.w, scales[1], x);
               float r;
-              if (s.mode == "nearest") {
+              if (s.mode == "cubic") {
+                r = static_cast<float>(cubic(plane, vy, vx));
+              } else if (s.mode == "nearest") {
                 r = plane[nearest(vy, H) * W + nearest(vx, W)];
               } else {
                 double fy = std::floor(vy), fx = std::floor(vx);

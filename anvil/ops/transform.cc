@@ -3,6 +3,10 @@
 // layout_transform (NCHW <-> NCHW[x]c). Every output element is a copy of one input element
 // (or a constant, or for resize a blend of a few), so all are injective.
 //
+// Empty tensors (a 0 dimension: slice selecting nothing, split with 0-size pieces, reshape with
+// allowzero = 1) pass the shape rules and the references; compiled code refuses them
+// (register_transform).
+//
 // Memory safety: a select evaluates both of its arms, so every load below is given indices that
 // are in bounds whatever the select decides (clamped where an arm is not taken); gather clamps
 // indices the caller got wrong instead of reading outside its input.
@@ -21,9 +25,15 @@ namespace {
 std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& attrs) {
   const std::string op = "reshape";
   std::vector<int64_t> shape = attrs.get_ints("shape");
+  // allowzero = 1 (ONNX): a 0 is an empty dimension, not a copy of the input's.
+  bool allowzero = attrs.get_int("allowzero", 0) == 1;
   int infer_at = -1;
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && allowzero) {
+      known = 0;
+      continue;
+    }
     if (shape[i] == 0) {
       ANVIL_CHECK(i < in.size(), op, ": attribute 'shape' ", shape_str(shape), " copies dimension ",
                   i, " (0), but the input ", shape_str(in), " has rank ", in.size());
@@ -47,7 +57,7 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
   }
   ANVIL_CHECK(numel(shape) == total, op, ": attribute 'shape' ", shape_str(shape), " has ",
               numel(shape), " elements, but the input ", shape_str(in), " has ", total);
-  check_output_shape(op, shape);
+  check_output_shape(op, shape, /*allow_empty=*/true);
   return shape;
 }
 
@@ -110,7 +120,7 @@ void register_reshape_like(const std::string& name, ShapeFn shape_fn) {
         std::vector<int64_t> s = shape_fn(in[0].shape, attrs);
         ANVIL_CHECK(!s.empty(), name, ": a rank-0 output is not supported (input ",
                     to_string(in[0]), ")");
-        check_output_shape(name, s);
+        check_output_shape(name, s, /*allow_empty=*/true);
         return std::vector<TensorType>{{s, in[0].dtype}};
       },
       [name, shape_fn](const std::vector<te::Tensor>& in, const Attrs& attrs) {
@@ -127,7 +137,7 @@ void register_reshape_like(const std::string& name, ShapeFn shape_fn) {
       [shape_fn](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
         std::vector<int64_t> oshape = shape_fn(host_shapes(in[0]), attrs);
         runtime::NDArray out = host_empty(oshape, in[0].dtype());
-        std::memcpy(out.data(), in[0].data(), in[0].nbytes());
+        if (in[0].nbytes() > 0) std::memcpy(out.data(), in[0].data(), in[0].nbytes());
         return std::vector<runtime::NDArray>{out};
       });
 }
@@ -292,8 +302,8 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& in, const Attrs& at
     sizes = attrs.get_ints("split");
     int64_t total = 0;
     for (int64_t s : sizes) {
-      ANVIL_CHECK(s > 0, "split: attribute 'split' ", shape_str(sizes),
-                  " has a size that is not positive");
+      ANVIL_CHECK(s >= 0, "split: attribute 'split' ", shape_str(sizes),
+                  " has a negative size");  // 0: an empty output (references only)
       total += s;
     }
     ANVIL_CHECK(total == dim, "split: attribute 'split' ", shape_str(sizes), " sums to ", total,
@@ -424,9 +434,7 @@ SliceSpec slice_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
       e = std::clamp<int64_t>(e, -1, dim - 1);
     }
     int64_t n = step > 0 ? (e - b + step - 1) / step : (b - e + (-step) - 1) / (-step);
-    n = std::max<int64_t>(n, 0);
-    ANVIL_CHECK(n > 0, op, ": attributes select no element of axis ", d, " (size ", dim, ", start ",
-                starts[k], ", end ", ends[k], ", step ", step, ")");
+    n = std::max<int64_t>(n, 0);  // 0: an empty result (references only)
     s.start[d] = b;
     s.step[d] = step;
     s.shape[d] = n;

@@ -54,9 +54,12 @@ inline void check_data_type(const std::string& op, const TensorType& t,
               op, ": ", what, " must be float32, int32 or int64, not ", t.dtype);
 }
 
-inline void check_output_shape(const std::string& op, const std::vector<int64_t>& s) {
+// With `allow_empty`, a 0 dimension (an empty tensor: the references handle it, compiled code
+// refuses it, see register_transform).
+inline void check_output_shape(const std::string& op, const std::vector<int64_t>& s,
+                               bool allow_empty = false) {
   for (int64_t d : s) {
-    ANVIL_CHECK(d > 0 && d <= INT32_MAX, op, ": output shape ", shape_str(s),
+    ANVIL_CHECK(d >= (allow_empty ? 0 : 1) && d <= INT32_MAX, op, ": output shape ", shape_str(s),
                 " has an empty or too large dimension");
   }
 }
@@ -165,8 +168,19 @@ inline void register_transform(const std::string& name, InferFn infer, ComputeFn
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  def.compute = [name, infer, compute](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    // Empty tensors (a 0 dimension) are for the references only.
+    std::vector<TensorType> types = types_of(in);
+    std::vector<TensorType> outs = infer(types, attrs);
+    types.insert(types.end(), outs.begin(), outs.end());
+    for (const TensorType& t : types) {
+      ANVIL_CHECK(numel(t.shape) > 0, name, ": ", to_string(t),
+                  " is an empty tensor, which compiled code does not support (the reference "
+                  "interpreter does)");
+    }
+    return compute(in, attrs);
+  };
   def.infer = std::move(infer);
-  def.compute = std::move(compute);
   def.reference = std::move(ref);
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
                         const Config&) {

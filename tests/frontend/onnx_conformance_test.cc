@@ -68,9 +68,27 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
 double elem(const runtime::NDArray& a, int64_t i) {
   ir::DataType t = ops::from_dlpack(a.dtype());
   if (t == ir::DataType::Float32()) return a.data_as<float>()[i];
-  if (t == ir::DataType::Int64()) return static_cast<double>(a.data_as<int64_t>()[i]);
-  if (t == ir::DataType::Int32()) return a.data_as<int32_t>()[i];
-  return a.data_as<uint8_t>()[i];
+  if (t == ir::DataType::Float(64)) return a.data_as<double>()[i];
+  if (t == ir::DataType::Float(16)) {
+    uint16_t h = a.data_as<uint16_t>()[i];
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0    ? std::ldexp(m, -24)
+               : e == 31 ? (m ? NAN : INFINITY)
+                         : std::ldexp(m | 0x400, e - 25);
+    return (h >> 15) ? -v : v;
+  }
+  bool s = t.is_int();
+  switch (t.bits()) {
+    case 64:
+      return s ? static_cast<double>(a.data_as<int64_t>()[i])
+               : static_cast<double>(a.data_as<uint64_t>()[i]);
+    case 32:
+      return s ? static_cast<double>(a.data_as<int32_t>()[i]) : a.data_as<uint32_t>()[i];
+    case 16:
+      return s ? a.data_as<int16_t>()[i] : a.data_as<uint16_t>()[i];
+    default:
+      return s ? a.data_as<int8_t>()[i] : a.data_as<uint8_t>()[i];  // int8, uint8, bool
+  }
 }
 
 // "" when `got` matches `want`, else why not.
@@ -80,7 +98,7 @@ std::string compare(const runtime::NDArray& got, const runtime::NDArray& want, s
                ops::list_str(want.shape()));
   ir::DataType gt = ops::from_dlpack(got.dtype()), wt = ops::from_dlpack(want.dtype());
   if (!(gt == wt)) return str("output ", k, ": dtype ", gt, ", expected ", wt);
-  bool is_float = gt == ir::DataType::Float32();
+  bool is_float = gt.is_float();
   for (int64_t i = 0; i < got.numel(); ++i) {
     double g = elem(got, i), w = elem(want, i);
     bool ok = is_float ? (std::isnan(w)   ? std::isnan(g)

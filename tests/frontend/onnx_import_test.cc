@@ -289,13 +289,77 @@ TEST(OnnxImport, ConstantInputsFreezeShapeOperands) {
 
 TEST(OnnxImport, UnsupportedElementTypeNamesTheInput) {
   OnnxModel m(13);
-  m.input("bytes", {4}, ::onnx::TensorProto::UINT8);
-  m.node("Relu", {"bytes"}, {"y"});
+  m.input("half", {4}, ::onnx::TensorProto::BFLOAT16);
+  m.node("Relu", {"half"}, {"y"});
   m.output("y");
-  std::string msg = user_error([&] { import_onnx(m.save("uint8")); });
-  EXPECT_NE(msg.find("input 'bytes' has element type UINT8, which is not supported"),
+  std::string msg = user_error([&] { import_onnx(m.save("bfloat16")); });
+  EXPECT_NE(msg.find("input 'half' has element type BFLOAT16, which is not supported"),
             std::string::npos)
       << msg;
+}
+
+TEST(OnnxImport, NarrowIntegersWrapAndCastToDouble) {
+  // uint8 addition wraps (200 + 100 = 44, as NumPy has it); the cast to DOUBLE is exact.
+  OnnxModel m(13);
+  m.input("a", {3}, ::onnx::TensorProto::UINT8);
+  m.input("b", {3}, ::onnx::TensorProto::UINT8);
+  m.node("Add", {"a", "b"}, {"s"});
+  OnnxModel::attr(m.node("Cast", {"s"}, {"d"}), "to", int64_t{::onnx::TensorProto::DOUBLE});
+  m.output("s");
+  m.output("d");
+  auto u8 = [](std::vector<uint8_t> v) {
+    runtime::NDArray a = runtime::NDArray::empty({3}, ops::to_dlpack(ir::DataType::UInt(8)));
+    std::memcpy(a.data(), v.data(), 3);
+    return a;
+  };
+  auto out = run(m, "uint8", {u8({200, 3, 255}), u8({100, 5, 2})});
+  ASSERT_EQ(ops::from_dlpack(out[0].dtype()), ir::DataType::UInt(8));
+  EXPECT_EQ(std::vector<uint8_t>(out[0].data_as<uint8_t>(), out[0].data_as<uint8_t>() + 3),
+            (std::vector<uint8_t>{44, 8, 1}));
+  ASSERT_EQ(ops::from_dlpack(out[1].dtype()), ir::DataType::Float(64));
+  EXPECT_EQ(std::vector<double>(out[1].data_as<double>(), out[1].data_as<double>() + 3),
+            (std::vector<double>{44, 8, 1}));
+}
+
+TEST(OnnxImport, ThreeDimensionalConvAndPoolRunInTheInterpreter) {
+  // A 2x2x2 all-ones kernel over a 2x2x3 volume of 0..11 sums two 2x2 faces per output; then a
+  // 3-D max pool over the 1x1x2 result.
+  OnnxModel m(13);
+  m.input("x", {1, 1, 2, 2, 3});
+  m.init_floats("w", {1, 1, 2, 2, 2}, std::vector<float>(8, 1));
+  m.node("Conv", {"x", "w"}, {"c"});
+  OnnxModel::attr(m.node("MaxPool", {"c"}, {"y"}), "kernel_shape", std::vector<int64_t>{1, 1, 2});
+  m.output("c");
+  m.output("y");
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+  auto out = run(m, "conv3d", {f32({1, 1, 2, 2, 3}, x)});
+  // Output column j sums x[d][h][j..j+1] over d, h: (0+1+3+4+6+7+9+10) and one more per element.
+  expect_f32(out[0], {1, 1, 1, 1, 2}, {40, 48});
+  expect_f32(out[1], {1, 1, 1, 1, 1}, {48});
+}
+
+TEST(OnnxImport, BatchNormTrainingModeUsesBatchStatistics) {
+  // One channel holding 1, 2, 3, 4: batch mean 2.5, population variance 1.25; the running
+  // statistics move from (0, 1) by 1 - momentum = 0.1 toward them.
+  OnnxModel m(15);
+  m.input("x", {2, 1, 2});
+  m.init_floats("scale", {1}, {2});
+  m.init_floats("b", {1}, {1});
+  m.init_floats("mean", {1}, {0});
+  m.init_floats("var", {1}, {1});
+  auto& n = m.node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"});
+  OnnxModel::attr(n, "training_mode", int64_t{1});
+  OnnxModel::attr_f(n, "epsilon", 0.0f);
+  m.output("y");
+  m.output("rm");
+  m.output("rv");
+  auto out = run(m, "bn_training", {f32({2, 1, 2}, {1, 2, 3, 4})});
+  float sd = std::sqrt(1.25f);
+  expect_f32(out[0], {2, 1, 2},
+             {2 * -1.5f / sd + 1, 2 * -0.5f / sd + 1, 2 * 0.5f / sd + 1, 2 * 1.5f / sd + 1});
+  expect_f32(out[1], {1}, {0.25f});
+  expect_f32(out[2], {1}, {0.9f + 0.125f});
 }
 
 TEST(OnnxImport, LstmOutputsAndSplit) {

@@ -365,15 +365,16 @@ TEST(Elementwise, RejectsWrongArity) {
 }
 
 TEST(Elementwise, RejectsWrongTypes) {
-  expect_has(infer_error("exp", {{{3}, i32}}), "exp: input 0 is int32[3], expected float32");
+  expect_has(infer_error("exp", {{{3}, i32}}),
+             "exp: input 0 is int32[3], expected float16, float32 or float64");
   expect_has(infer_error("pow", {{{3}, i64}, {{3}, i64}}),
-             "pow: input 0 is int64[3], expected float32");
+             "pow: input 0 is int64[3], expected float16, float32 or float64");
   expect_has(infer_error("add", {{{3}, f32}, {{3}, i32}}),
              "add: input types differ: float32[3] and int32[3]");
   expect_has(infer_error("add", {{{3}, b8}, {{3}, b8}}),
-             "add: input 0 is bool[3], expected float32, int32 or int64");
+             "add: input 0 is bool[3], expected a float or integer type");
   expect_has(infer_error("less", {{{2}, b8}, {{2}, b8}}),
-             "less: input 0 is bool[2], expected float32, int32 or int64");
+             "less: input 0 is bool[2], expected a float or integer type");
   expect_has(infer_error("logical_and", {{{2}, b8}, {{2}, f32}}),
              "logical_and: input 1 is float32[2], expected bool");
   expect_has(infer_error("where", {{{2}, f32}, {{2}, f32}, {{2}, f32}}),
@@ -381,7 +382,7 @@ TEST(Elementwise, RejectsWrongTypes) {
   expect_has(infer_error("where", {{{2}, b8}, {{2}, f32}, {{2}, i32}}),
              "where: input types differ: float32[2] and int32[2]");
   expect_has(infer_error("prelu", {{{2}, i32}, {{2}, i32}}),
-             "prelu: input 0 is int32[2], expected float32");
+             "prelu: input 0 is int32[2], expected float16, float32 or float64");
 }
 
 TEST(Elementwise, PreluRejectsSlopeThatDoesNotBroadcastToInput) {
@@ -393,7 +394,8 @@ TEST(Elementwise, PreluRejectsSlopeThatDoesNotBroadcastToInput) {
 
 TEST(Elementwise, RejectsInvalidAttributes) {
   expect_has(infer_error("cast", {{{3}, f32}}, {{"to", std::string("float7")}}),
-             "cast: attribute 'to' is 'float7', expected float32, int32, int64 or bool");
+             "cast: attribute 'to' is 'float7', expected float16/32/64, int8/16/32/64, "
+             "uint8/16/32/64 or bool");
   expect_has(infer_error("cast", {{{3}, f32}}), "cast: missing attribute 'to'");
   expect_has(infer_error("cast", {{{3}, f32}}, {{"to", int64_t{1}}}),
              "cast: attribute 'to' must be a string");

@@ -248,8 +248,13 @@ TEST(Transform, Slice) {
   EXPECT_HAS(
       infer_error("slice", {{{4}, f32}}, {{"starts", V{0}}, {"ends", V{4}}, {"steps", V{0}}}),
       "slice: attribute 'steps' has a 0 for axis 0");
-  EXPECT_HAS(infer_error("slice", {{{4}, f32}}, {{"starts", V{3}}, {"ends", V{1}}}),
-             "slice: attributes select no element of axis 0");
+  // Selecting nothing gives an empty tensor, for the references only (compiled code refuses it).
+  Attrs nothing("slice", {{"starts", V{3}}, {"ends", V{1}}});
+  EXPECT_EQ(lookup("slice").infer({{{4}, f32}}, nothing).at(0).shape, V{0});
+  EXPECT_HAS(testing::user_error([&] {
+               lookup("slice").compute({te::placeholder(to_exprs({4}), f32, "x")}, nothing);
+             }),
+             "slice: float32[0] is an empty tensor, which compiled code does not support");
   EXPECT_HAS(infer_error("slice", {{{4}, f32}}, {{"starts", V{0}}, {"ends", V{1}}, {"axes", V{1}}}),
              "slice: attribute 'axes' = 1 is out of range for rank 1");
   EXPECT_HAS(infer_error("slice", {{{4}, f32}}, {{"starts", V{0, 1}}, {"ends", V{1}}}),
@@ -503,12 +508,36 @@ TEST(Transform, ResizeKnownValues) {
            Attrs("resize", {{"sizes", V{3, 3}},
                             {"mode", std::string("linear")},
                             {"coordinate_transformation_mode", std::string("align_corners")}}));
+  // align_corners with scales that give no whole output length: ONNX divides by in * scale - 1
+  // (0.6 * 4 - 1 = 1.4), not by out - 1; the two outputs of a row 1, 2, 3, 4 are 1 and
+  // 1 + 3 / 1.4.
+  runtime::NDArray row = testing::array({1, 1, 1, 4});
+  testing::write<float>(row, {1, 2, 3, 4});
+  Attrs corners("resize", {{"scales", std::vector<double>{1, 1, 1, 0.6}},
+                           {"mode", std::string("linear")},
+                           {"coordinate_transformation_mode", std::string("align_corners")}});
+  std::vector<float> got = testing::read<float>(def.reference({row}, corners)[0]);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_FLOAT_EQ(got[1], static_cast<float>(1 + 3 / 1.4));
+  check_op("resize", {{{1, 2, 5, 4}, f32}},
+           Attrs("resize", {{"scales", std::vector<double>{1, 1, 0.6, 0.6}},
+                            {"mode", std::string("linear")},
+                            {"coordinate_transformation_mode", std::string("align_corners")}}));
+  check_op(
+      "resize", {{{1, 2, 5, 7}, f32}},
+      Attrs("resize", {{"sizes", V{3, 4}},
+                       {"coordinate_transformation_mode", std::string("tf_half_pixel_for_nn")}}));
 }
 
 TEST(Transform, ResizeErrors) {
   TensorType img{{1, 2, 4, 4}, f32};
-  EXPECT_HAS(infer_error("resize", {img}, {{"sizes", V{8, 8}}, {"mode", std::string("cubic")}}),
-             "resize: attribute 'mode' = 'cubic' is not nearest or linear");
+  EXPECT_HAS(infer_error("resize", {img}, {{"sizes", V{8, 8}}, {"mode", std::string("bicubic")}}),
+             "resize: attribute 'mode' = 'bicubic' is not nearest, linear or cubic");
+  EXPECT_HAS(
+      infer_error(
+          "resize", {img},
+          {{"sizes", V{8, 8}}, {"mode", std::string("cubic")}, {"exclude_outside", int64_t{2}}}),
+      "resize: attribute 'exclude_outside' must be 0 or 1, not 2");
   EXPECT_HAS(infer_error("resize", {img},
                          {{"sizes", V{8, 8}},
                           {"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}),

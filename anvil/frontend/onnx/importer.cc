@@ -19,10 +19,26 @@ ir::DataType onnx_dtype(int32_t code, const std::string& what) {
   switch (code) {
     case ::onnx::TensorProto::FLOAT:
       return DataType::Float32();
+    case ::onnx::TensorProto::DOUBLE:
+      return DataType::Float(64);
+    case ::onnx::TensorProto::FLOAT16:
+      return DataType::Float(16);
+    case ::onnx::TensorProto::INT8:
+      return DataType::Int(8);
+    case ::onnx::TensorProto::INT16:
+      return DataType::Int(16);
     case ::onnx::TensorProto::INT32:
       return DataType::Int32();
     case ::onnx::TensorProto::INT64:
       return DataType::Int64();
+    case ::onnx::TensorProto::UINT8:
+      return DataType::UInt(8);
+    case ::onnx::TensorProto::UINT16:
+      return DataType::UInt(16);
+    case ::onnx::TensorProto::UINT32:
+      return DataType::UInt(32);
+    case ::onnx::TensorProto::UINT64:
+      return DataType::UInt(64);
     case ::onnx::TensorProto::BOOL:
       return DataType::Bool();
     default:
@@ -33,7 +49,8 @@ ir::DataType onnx_dtype(int32_t code, const std::string& what) {
           ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(code))
           : std::to_string(code);
   throw Error(str(what, " has element type ", name,
-                  ", which is not supported (float32, int32, int64 and bool are)"));
+                  ", which is not supported (float16/32/64, int8/16/32/64, uint8/16/32/64 and "
+                  "bool are)"));
 }
 
 runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what) {
@@ -44,34 +61,58 @@ runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& wha
   int64_t n = 1;
   for (int64_t d : shape) {
     ANVIL_CHECK(d >= 0, what, " has a negative dimension ", ops::list_str(shape));
+    ANVIL_CHECK(d == 0 || n <= INT64_MAX / d, what, " has too many elements ",
+                ops::list_str(shape));
     n *= d;
   }
-  runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(dt), true);
   size_t elem = dt.is_bool() ? 1 : static_cast<size_t>(dt.bits() / 8);
+  // The count the data holds, checked before allocating (a file that is not a TensorProto can
+  // parse as one with absurd dimensions).
+  int64_t typed = dt == DataType::Float32()                              ? t.float_data_size()
+                  : dt == DataType::Float(64)                            ? t.double_data_size()
+                  : dt == DataType::Int64()                              ? t.int64_data_size()
+                  : dt == DataType::UInt(64) || dt == DataType::UInt(32) ? t.uint64_data_size()
+                                                                         : t.int32_data_size();
   if (t.has_raw_data()) {
-    ANVIL_CHECK(t.raw_data().size() == static_cast<size_t>(n) * elem, what, " has ",
-                t.raw_data().size(), " bytes of raw data, but ", ops::list_str(shape), " ", dt,
-                " needs ", static_cast<size_t>(n) * elem);
+    ANVIL_CHECK(n <= INT64_MAX / static_cast<int64_t>(elem) &&
+                    t.raw_data().size() == static_cast<size_t>(n) * elem,
+                what, " has ", t.raw_data().size(), " bytes of raw data, but ",
+                ops::list_str(shape), " ", dt, " needs ", static_cast<size_t>(n) * elem);
+  } else {
+    ANVIL_CHECK(typed == n, what, " has ", typed, " values, but its shape ", ops::list_str(shape),
+                " holds ", n);
+  }
+  runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(dt), true);
+  if (t.has_raw_data()) {
     if (n > 0) std::memcpy(a.data(), t.raw_data().data(), t.raw_data().size());
     return a;
   }
-  auto check_count = [&](int64_t got) {
-    ANVIL_CHECK(got == n, what, " has ", got, " values, but its shape ", ops::list_str(shape),
-                " holds ", n);
-  };
+  // The typed fields: float_data, double_data, int64_data, uint64_data (uint32 and uint64), and
+  // int32_data for the rest (narrow integers, bool, and float16 as its bit pattern).
   if (dt == DataType::Float32()) {
-    check_count(t.float_data_size());
     for (int64_t i = 0; i < n; ++i) a.data_as<float>()[i] = t.float_data(static_cast<int>(i));
+  } else if (dt == DataType::Float(64)) {
+    for (int64_t i = 0; i < n; ++i) a.data_as<double>()[i] = t.double_data(static_cast<int>(i));
   } else if (dt == DataType::Int64()) {
-    check_count(t.int64_data_size());
     for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = t.int64_data(static_cast<int>(i));
-  } else if (dt == DataType::Int32()) {
-    check_count(t.int32_data_size());
-    for (int64_t i = 0; i < n; ++i) a.data_as<int32_t>()[i] = t.int32_data(static_cast<int>(i));
-  } else {  // bool: int32_data
-    check_count(t.int32_data_size());
+  } else if (dt == DataType::UInt(64)) {
+    for (int64_t i = 0; i < n; ++i) a.data_as<uint64_t>()[i] = t.uint64_data(static_cast<int>(i));
+  } else if (dt == DataType::UInt(32)) {
     for (int64_t i = 0; i < n; ++i)
-      a.data_as<uint8_t>()[i] = t.int32_data(static_cast<int>(i)) != 0;
+      a.data_as<uint32_t>()[i] = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = t.int32_data(static_cast<int>(i));
+      if (dt.is_bool()) {
+        a.data_as<uint8_t>()[i] = v != 0;
+      } else if (elem == 1) {
+        a.data_as<uint8_t>()[i] = static_cast<uint8_t>(v);  // int8 and uint8 wrap alike
+      } else if (elem == 2) {
+        a.data_as<uint16_t>()[i] = static_cast<uint16_t>(v);  // int16, uint16, float16 bits
+      } else {
+        a.data_as<int32_t>()[i] = v;
+      }
+    }
   }
   return a;
 }
@@ -97,29 +138,48 @@ const runtime::NDArray& Ctx::const_in(int i, const char* what) const {
   return g.value(v).data;
 }
 
+namespace {
+
+// Element k of an integer or bool host tensor.
+int64_t int_elem(const runtime::NDArray& a, DataType dt, int64_t k) {
+  if (dt.is_bool()) return a.data_as<uint8_t>()[k];
+  bool s = dt.is_int();
+  switch (dt.bits()) {
+    case 8:
+      return s ? a.data_as<int8_t>()[k] : a.data_as<uint8_t>()[k];
+    case 16:
+      return s ? a.data_as<int16_t>()[k] : a.data_as<uint16_t>()[k];
+    case 32:
+      return s ? int64_t{a.data_as<int32_t>()[k]} : int64_t{a.data_as<uint32_t>()[k]};
+    default:
+      return a.data_as<int64_t>()[k];  // uint64 beyond INT64_MAX: no shape-like value is
+  }
+}
+
+}  // namespace
+
 std::vector<int64_t> Ctx::ints_in(int i, const char* what) const {
   const runtime::NDArray& a = const_in(i, what);
   DataType dt = ops::from_dlpack(a.dtype());
-  ANVIL_CHECK(dt == DataType::Int64() || dt == DataType::Int32() || dt.is_bool(), "input ", i, " (",
-              what, ") must be int64, int32 or bool, not ", dt);
+  ANVIL_CHECK(dt.is_int_or_uint() || dt.is_bool(), "input ", i, " (", what,
+              ") must be an integer or bool tensor, not ", dt);
   std::vector<int64_t> v(static_cast<size_t>(a.numel()));
-  for (int64_t k = 0; k < a.numel(); ++k) {
-    v[static_cast<size_t>(k)] = dt.is_bool()      ? a.data_as<uint8_t>()[k]
-                                : dt.bits() == 64 ? a.data_as<int64_t>()[k]
-                                                  : a.data_as<int32_t>()[k];
-  }
+  for (int64_t k = 0; k < a.numel(); ++k) v[static_cast<size_t>(k)] = int_elem(a, dt, k);
   return v;
 }
 
 std::vector<double> Ctx::floats_in(int i, const char* what) const {
   const runtime::NDArray& a = const_in(i, what);
   DataType dt = ops::from_dlpack(a.dtype());
-  if (dt != DataType::Float32()) {
+  if (!dt.is_float()) {
     std::vector<int64_t> v = ints_in(i, what);
     return std::vector<double>(v.begin(), v.end());
   }
+  ANVIL_CHECK(dt == DataType::Float32() || dt == DataType::Float(64), "input ", i, " (", what,
+              ") must be float32 or float64 when it is a float, not ", dt);
   std::vector<double> v(static_cast<size_t>(a.numel()));
-  for (int64_t k = 0; k < a.numel(); ++k) v[static_cast<size_t>(k)] = a.data_as<float>()[k];
+  for (int64_t k = 0; k < a.numel(); ++k)
+    v[static_cast<size_t>(k)] = dt.bits() == 64 ? a.data_as<double>()[k] : a.data_as<float>()[k];
   return v;
 }
 

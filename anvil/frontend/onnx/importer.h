@@ -2,7 +2,11 @@
 // over the operator library's ops.
 //
 // What happens at import:
-//   - initializers and Constant nodes become graph constants (float32, int32, int64, bool);
+//   - initializers and Constant nodes become graph constants. Element types: float16/32/64,
+//     int8/16/32/64, uint8/16/32/64 and bool (not bfloat16 or string). Compiled code takes
+//     float32, int32, int64 and bool; the others, 3-D convolutions and pools, 1-D/3-D transposed
+//     convolutions, cubic resize, MaxPool's indices and empty tensors run in graph::interpret
+//     only (the compiled path refuses them with an error naming the op);
 //   - every node whose inputs are all constants is evaluated at once with its operators'
 //     reference implementations, so shape plumbing (Shape, Gather on shapes, ConstantOfShape,
 //     Concat/Unsqueeze/Squeeze/Slice of constant shapes, Reshape with -1 and 0) disappears;

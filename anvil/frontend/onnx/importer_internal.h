@@ -16,7 +16,8 @@ namespace anvil::frontend::onnx_detail {
 
 using graph::ValueId;
 
-// A TensorProto as an NDArray (float32, int32, int64, bool; raw_data or the typed fields).
+// A TensorProto as an NDArray (float16/32/64, int8-64, uint8-64, bool; raw_data or the typed
+// fields).
 // `what` names the tensor in errors.
 runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what);
 // ONNX's element type code as ours; an error naming `what` for unsupported ones.
@@ -80,6 +81,9 @@ class Ctx {
 // Maps one node: returns the values of its outputs (in order; -1 for outputs it does not give).
 using MapFn = std::function<std::vector<ValueId>(Ctx&)>;
 const std::map<std::string, MapFn>& op_table();
+
+// BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
+std::vector<ValueId> map_batch_norm_training(Ctx& c);
 
 // Converts the nodes of `g` (the main graph, or a taken If branch) into ctx.
 void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& g);

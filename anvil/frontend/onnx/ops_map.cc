@@ -68,8 +68,8 @@ Vals map_conv(Ctx& c) {
   const ops::TensorType& x = c.type(0);
   const ops::TensorType& w = c.type(1);
   size_t rank = x.shape.size();
-  ANVIL_CHECK(rank == 3 || rank == 4, "only 1-D and 2-D convolutions are supported; input X is ",
-              ops::to_string(x));
+  ANVIL_CHECK(rank >= 3 && rank <= 5,
+              "only 1-D, 2-D and 3-D convolutions are supported; input X is ", ops::to_string(x));
   ANVIL_CHECK(w.shape.size() == rank, "weight W ", ops::to_string(w), " does not match X ",
               ops::to_string(x));
   size_t n = rank - 2;
@@ -83,23 +83,30 @@ Vals map_conv(Ctx& c) {
             {"group", c.attr_int("group", 1)}};
   Vals ins{c.in(0), c.in(1)};
   if (c.has_in(2)) ins.push_back(c.in(2));
-  return {c.emit1(n == 1 ? "conv1d" : "conv2d", A(a), ins, true)};
+  // conv3d has a reference only (no compiled form).
+  return {c.emit1(n == 1 ? "conv1d" : n == 2 ? "conv2d" : "conv3d", A(a), ins, true)};
 }
 
 Vals map_conv_transpose(Ctx& c) {
   const ops::TensorType& x = c.type(0);
   const ops::TensorType& w = c.type(1);
-  ANVIL_CHECK(x.shape.size() == 4 && w.shape.size() == 4,
-              "only 2-D transposed convolutions are supported; input X is ", ops::to_string(x));
-  std::vector<int64_t> strides = c.attr_ints("strides", {1, 1});
-  std::vector<int64_t> dil = c.attr_ints("dilations", {1, 1});
-  std::vector<int64_t> opad = c.attr_ints("output_padding", {0, 0});
-  std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  size_t rank = x.shape.size();
+  ANVIL_CHECK(rank >= 3 && rank <= 5 && w.shape.size() == rank,
+              "only 1-D, 2-D and 3-D transposed convolutions are supported; input X is ",
+              ops::to_string(x), ", weight W ", ops::to_string(w));
+  size_t n = rank - 2;
+  std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> opad = c.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  ANVIL_CHECK(strides.size() == n && dil.size() == n && opad.size() == n && pads.size() == 2 * n,
+              "attributes 'strides', 'dilations', 'output_padding' and 'pads' must have ", n, ", ",
+              n, ", ", n, " and ", 2 * n, " values");
   std::string mode = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> out_shape = c.attr_ints("output_shape");
   if (!out_shape.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-    if (out_shape.size() > 2) out_shape.erase(out_shape.begin(), out_shape.end() - 2);
-    for (size_t d = 0; d < 2; ++d) {
+    if (out_shape.size() > n) out_shape.erase(out_shape.begin(), out_shape.end() - n);
+    for (size_t d = 0; d < n; ++d) {
       int64_t in = x.shape[2 + d];
       int64_t want = out_shape.empty() ? in * strides[d] : out_shape[d];
       int64_t total = strides[d] * (in - 1) + opad[d] + (w.shape[2 + d] - 1) * dil[d] + 1 - want;
@@ -109,10 +116,10 @@ Vals map_conv_transpose(Ctx& c) {
       }
       bool upper = mode == "SAME_UPPER";
       pads[d] = upper ? total / 2 : total - total / 2;
-      pads[d + 2] = total - pads[d];
+      pads[d + n] = total - pads[d];
     }
   } else if (mode == "VALID") {
-    pads = {0, 0, 0, 0};
+    pads.assign(2 * n, 0);
   }
   AttrMap a{{"strides", strides},
             {"dilations", dil},
@@ -121,7 +128,9 @@ Vals map_conv_transpose(Ctx& c) {
             {"group", c.attr_int("group", 1)}};
   Vals ins{c.in(0), c.in(1)};
   if (c.has_in(2)) ins.push_back(c.in(2));
-  return {c.emit1("conv2d_transpose", A(a), ins, true)};
+  // The 1-D and 3-D forms have a reference only (no compiled form).
+  const char* op = n == 1 ? "conv1d_transpose" : n == 2 ? "conv2d_transpose" : "conv3d_transpose";
+  return {c.emit1(op, A(a), ins, true)};
 }
 
 Vals map_gemm(Ctx& c) {
@@ -167,8 +176,8 @@ void only_first_output(const Ctx& c) {
 }
 
 Vals map_batch_norm(Ctx& c) {
+  if (c.attr_int("training_mode", 0) == 1) return map_batch_norm_training(c);
   only_first_output(c);
-  ANVIL_CHECK(c.attr_int("training_mode", 0) == 0, "training_mode = 1 is not supported");
   ANVIL_CHECK(c.attr_int("spatial", 1) == 1, "spatial = 0 (before opset 9) is not supported");
   return {c.emit1("batch_norm", A({{"epsilon", c.attr_float("epsilon", 1e-5)}}),
                   {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, true)};
@@ -203,13 +212,17 @@ Vals map_instance_norm(Ctx& c) {
                   {c.in(0), c.in(1), c.in(2)}, true)};
 }
 
-// MaxPool / AveragePool: 2-D directly, 1-D as 2-D over a unit height.
+// MaxPool / AveragePool: 2-D directly, 1-D as 2-D over a unit height, 3-D by the reference-only
+// 3-D pools.
 Vals map_pool(Ctx& c, const std::string& op, bool is_avg) {
-  only_first_output(c);
+  // MaxPool's Indices (output 1): the reference-only 2-D pool that gives them.
+  bool indices = !is_avg && c.node().output_size() > 1 && !c.node().output(1).empty();
+  if (!indices) only_first_output(c);
   ValueId x = c.in(0);
   std::vector<int64_t> xs = c.type(0).shape;
-  ANVIL_CHECK(xs.size() == 3 || xs.size() == 4,
-              "only 1-D and 2-D pooling are supported; input X is ", ops::to_string(c.type(0)));
+  ANVIL_CHECK(xs.size() >= 3 && xs.size() <= 5,
+              "only 1-D, 2-D and 3-D pooling are supported; input X is ",
+              ops::to_string(c.type(0)));
   size_t n = xs.size() - 2;
   std::vector<int64_t> in(xs.begin() + 2, xs.end());
   std::vector<int64_t> k = c.attr_ints("kernel_shape");
@@ -228,6 +241,13 @@ Vals map_pool(Ctx& c, const std::string& op, bool is_avg) {
             {"dilations", d},
             {"ceil_mode", c.attr_int("ceil_mode", 0)}};
   if (is_avg) a["count_include_pad"] = c.attr_int("count_include_pad", 0);
+  if (indices) {
+    ANVIL_CHECK(n == 2, "output 1 (Indices) is supported for 2-D pooling only; input X is ",
+                ops::to_string(c.type(0)));
+    a["storage_order"] = c.attr_int("storage_order", 0);
+    return c.emit("max_pool2d_with_indices", A(a), {x}, true);
+  }
+  if (n == 3) return {c.emit1(is_avg ? "avg_pool3d" : "max_pool3d", A(a), {x}, true)};
   ValueId y = c.emit1(op, A(a), {x}, n == 2);
   if (n == 2) return {y};
   return {c.emit1("squeeze", A({{"axes", std::vector<int64_t>{2}}}), {y}, true)};
@@ -266,19 +286,19 @@ Vals map_variadic(Ctx& c, const std::string& op, bool mean) {
   return {c.emit1("div", A(), {y, c.scalar_f32("count", static_cast<float>(c.num_in()))}, true)};
 }
 
-// Pow: the library's pow is float32; integer bases go through float32 and back (exact for
-// the integer results float32 holds), a differently typed exponent is cast to the base's type.
+// Pow: the library's pow is on floats; integer bases go through float32 and back (exact for the
+// integer results float32 holds), a differently typed exponent is cast to the base's float type.
 Vals map_pow(Ctx& c) {
   ValueId base = c.in(0), e = legacy_broadcast(c, c.in(1));
   DataType bt = c.type(0).dtype;
   auto cast = [&](ValueId v, const char* to) {
     return c.emit1("cast", A({{"to", std::string(to)}}), {v});
   };
-  if (c.g.value(e).type.dtype != DataType::Float32()) e = cast(e, "float32");
-  if (bt == DataType::Float32()) return {c.emit1("pow", A(), {base, e}, true)};
+  DataType ft = bt.is_float() ? bt : DataType::Float32();
+  if (c.g.value(e).type.dtype != ft) e = cast(e, ft.to_string().c_str());
+  if (bt.is_float()) return {c.emit1("pow", A(), {base, e}, true)};
   ValueId y = c.emit1("pow", A(), {cast(base, "float32"), e});
-  return {c.emit1("cast", A({{"to", std::string(bt == DataType::Int64() ? "int64" : "int32")}}),
-                  {y}, true)};
+  return {c.emit1("cast", A({{"to", bt.to_string()}}), {y}, true)};
 }
 
 // The axes of a reduction: input 1 (ReduceSum from opset 13, all from 18) or attribute 'axes'.
@@ -323,11 +343,10 @@ Vals map_softmax(Ctx& c, const std::string& op) {
 
 Vals map_reshape(Ctx& c) {
   std::vector<int64_t> shape = c.has_in(1) ? c.ints_in(1, "shape") : c.attr_ints("shape");
-  if (c.attr_int("allowzero", 0) == 1) {
-    for (int64_t d : shape)
-      ANVIL_CHECK(d != 0, "allowzero = 1 with a 0 in the shape (an empty tensor) is not supported");
-  }
-  return {c.emit1("reshape", A({{"shape", shape}}), {c.in(0)}, true)};
+  AttrMap a{{"shape", shape}};
+  // allowzero = 1: a 0 is an empty dimension (the reference handles empty tensors).
+  if (c.attr_int("allowzero", 0) == 1) a["allowzero"] = int64_t{1};
+  return {c.emit1("reshape", A(a), {c.in(0)}, true)};
 }
 
 Vals map_squeeze_like(Ctx& c, const std::string& op) {
@@ -450,17 +469,17 @@ Vals map_resize(Ctx& c, bool upsample) {
     }
   }
   if (!scales.empty()) a["scales"] = scales;
+  if (mode == "cubic") {
+    a["cubic_coeff_a"] = c.attr_float("cubic_coeff_a", -0.75);
+    a["exclude_outside"] = c.attr_int("exclude_outside", 0);
+  }
   return {c.emit1("resize", A(a), {c.in(0)}, true)};
 }
 
 Vals map_cast(Ctx& c) {
   int64_t to = c.attr_int("to", 0);
   DataType t = onnx_dtype(static_cast<int32_t>(to), "attribute 'to'");
-  std::string name = t == DataType::Float32() ? "float32"
-                     : t == DataType::Int32() ? "int32"
-                     : t == DataType::Int64() ? "int64"
-                                              : "bool";
-  return {c.emit1("cast", A({{"to", name}}), {c.in(0)}, true)};
+  return {c.emit1("cast", A({{"to", t.to_string()}}), {c.in(0)}, true)};
 }
 
 Vals map_rnn(Ctx& c, const std::string& op) {

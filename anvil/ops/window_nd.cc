@@ -1,0 +1,382 @@
+// Convolutions and pools of any spatial rank for the reference interpreter: conv3d,
+// conv1d_transpose, conv3d_transpose, max_pool3d, avg_pool3d and max_pool2d_with_indices (ONNX
+// MaxPool's second output). They have a shape rule and a
+// naive reference (double accumulation) but no compiled form: their compute throws an error
+// naming the op and the input, so a model that uses them runs in graph::interpret only. The 2-D
+// (and conv1d) operators with schedules are in conv.cc and pool_norm.cc; the semantics here are
+// the same, per dimension (ONNX Conv, ConvTranspose, MaxPool, AveragePool):
+//
+//   conv:       out[n, o, y..] = sum_{ic, k..} x[n, g*Cg + ic, y*s + k*d - pad_lo ..]
+//                                 * w[o, ic, k..] (+ b[o]),    g = o / (O/group)
+//   transpose:  out[n, g*Og + oj, i*s - pad_lo + k*d ..] += x[n, g*Cg + ic, i..] * w[g*Cg + ic,
+//               oj, k..]; output s*(in-1) + output_padding + (K-1)*d + 1 - pad_lo - pad_hi
+//   pools:      as max_pool2d / avg_pool2d (pool_norm.cc): padding never wins a max and is
+//               counted by an average only with count_include_pad; with ceil_mode the last
+//               window must start inside the input or its left padding.
+// Floats of any width (float16/32/64) are read as doubles; max pooling also takes integers.
+#include <cmath>
+#include <limits>
+
+#include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
+#include "anvil/ops/op.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops {
+
+using ir::DataType;
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t d : v) n *= d;
+  return n;
+}
+
+// Advances the row-major counter `i` within `extent`; false after the last position.
+bool next(std::vector<int64_t>& i, const std::vector<int64_t>& extent) {
+  for (size_t d = i.size(); d-- > 0;) {
+    if (++i[d] < extent[d]) return true;
+    i[d] = 0;
+  }
+  return false;
+}
+
+// Row-major offset of `i` in `shape`.
+int64_t offset(const std::vector<int64_t>& i, const std::vector<int64_t>& shape) {
+  int64_t o = 0;
+  for (size_t d = 0; d < shape.size(); ++d) o = o * shape[d] + i[d];
+  return o;
+}
+
+[[noreturn]] void no_compiled_form(const std::string& op, const std::vector<te::Tensor>& in) {
+  throw Error(str(op,
+                  ": has no compiled form (compiled code supports 1-D and 2-D convolutions "
+                  "and 2-D pools); input x is ",
+                  to_string(type_of(in.at(0))), ": run the model with the reference interpreter"));
+}
+
+void check_float(const std::string& op, const TensorType& t, const char* what) {
+  ANVIL_CHECK(t.dtype.is_float() && host::reference_dtype(t.dtype), op, ": ", what,
+              " must be float16, float32 or float64, not ", to_string(t));
+}
+
+// ---- convolutions
+
+struct Conv {
+  bool transpose = false;
+  size_t dims = 0;
+  std::vector<int64_t> strides, dilations, pad_lo, pad_hi, output_padding;
+  int64_t group = 1, N = 0, C = 0, O = 0;
+  std::vector<int64_t> in, kernel, out;
+  bool bias = false;
+  std::vector<int64_t> out_shape() const {
+    std::vector<int64_t> s = {N, O};
+    s.insert(s.end(), out.begin(), out.end());
+    return s;
+  }
+};
+
+Conv parse_conv(const std::string& op, size_t dims, bool transpose,
+                const std::vector<TensorType>& in, const Attrs& attrs) {
+  Conv p;
+  p.transpose = transpose;
+  p.dims = dims;
+  size_t rank = dims + 2;
+  ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
+              ": expects 2 or 3 inputs (x, weight, bias), got ", in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    check_float(op, in[i], i == 0 ? "input x" : i == 1 ? "the weight" : "the bias");
+    ANVIL_CHECK(in[i].dtype == in[0].dtype, op, ": input ", i, " is ", to_string(in[i]),
+                ", but x is ", to_string(in[0]));
+  }
+  ANVIL_CHECK(in[0].shape.size() == rank, op, ": input x must have rank ", rank, ", got ",
+              to_string(in[0]));
+  ANVIL_CHECK(in[1].shape.size() == rank, op, ": weight must have rank ", rank, ", got ",
+              to_string(in[1]));
+  p.strides = ints_attr(op, attrs, "strides", dims, 1, 1, "positive");
+  p.dilations = ints_attr(op, attrs, "dilations", dims, 1, 1, "positive");
+  std::vector<int64_t> pads = ints_attr(op, attrs, "pads", 2 * dims, 0, 0, "non-negative");
+  p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(dims));
+  p.pad_hi.assign(pads.begin() + static_cast<long>(dims), pads.end());
+  p.group = attrs.get_int("group", 1);
+  ANVIL_CHECK(p.group >= 1, op, ": attribute 'group' must be positive, got ", p.group);
+  if (transpose)
+    p.output_padding = ints_attr(op, attrs, "output_padding", dims, 0, 0, "non-negative");
+  const std::vector<int64_t>& xs = in[0].shape;
+  const std::vector<int64_t>& ws = in[1].shape;
+  p.N = xs[0];
+  p.C = xs[1];
+  p.in.assign(xs.begin() + 2, xs.end());
+  p.kernel.assign(ws.begin() + 2, ws.end());
+  for (size_t d = 0; d < dims; ++d) {
+    ANVIL_CHECK(p.in[d] >= 1 && p.kernel[d] >= 1, op, ": input x ", to_string(in[0]),
+                " and weight ", to_string(in[1]), " must not have empty spatial dimensions");
+  }
+  ANVIL_CHECK(p.C % p.group == 0, op, ": input x ", to_string(in[0]), " has ", p.C,
+              " channels, not divisible by attribute 'group' = ", p.group);
+  if (transpose) {
+    ANVIL_CHECK(ws[0] == p.C, op, ": input x ", to_string(in[0]), " has ", p.C,
+                " channels, but weight ", to_string(in[1]), " expects ", ws[0]);
+    p.O = ws[1] * p.group;
+  } else {
+    ANVIL_CHECK(ws[1] * p.group == p.C, op, ": input x ", to_string(in[0]), " has ", p.C,
+                " channels, but weight ", to_string(in[1]), " expects ", ws[1], " x group ",
+                p.group);
+    p.O = ws[0];
+    ANVIL_CHECK(p.O % p.group == 0, op, ": weight ", to_string(in[1]), " has ", p.O,
+                " output channels, not divisible by attribute 'group' = ", p.group);
+  }
+  if (in.size() == 3) {
+    p.bias = true;
+    ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.O}, op, ": bias must have shape [", p.O,
+                "] (one per output channel), got ", to_string(in[2]));
+  }
+  for (size_t d = 0; d < dims; ++d) {
+    int64_t eff = (p.kernel[d] - 1) * p.dilations[d] + 1;
+    int64_t o = transpose ? p.strides[d] * (p.in[d] - 1) + p.output_padding[d] + eff - p.pad_lo[d] -
+                                p.pad_hi[d]
+                          : (p.in[d] + p.pad_lo[d] + p.pad_hi[d] - eff) / p.strides[d] + 1;
+    ANVIL_CHECK(o >= 1 && (transpose || eff <= p.in[d] + p.pad_lo[d] + p.pad_hi[d]), op,
+                ": spatial dimension ", d, " has no output (input ", p.in[d], ", dilated kernel ",
+                eff, ", attribute 'pads' = ", list_str(pads), ")");
+    p.out.push_back(o);
+  }
+  return p;
+}
+
+std::vector<runtime::NDArray> conv_reference(const Conv& p,
+                                             const std::vector<runtime::NDArray>& in) {
+  int64_t Cg = p.C / p.group, Og = p.O / p.group;
+  std::vector<int64_t> oshape = p.out_shape();
+  std::vector<double> acc(static_cast<size_t>(product(oshape)), 0.0);
+  int64_t in_plane = product(p.in), out_plane = product(p.out), kvol = product(p.kernel);
+  const runtime::NDArray &x = in[0], &w = in[1];
+  std::vector<int64_t> k(p.dims), i(p.dims), pos(p.dims);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t g = 0; g < p.group; ++g) {
+      for (int64_t oj = 0; oj < Og; ++oj) {
+        int64_t o = g * Og + oj;
+        for (int64_t cj = 0; cj < Cg; ++cj) {
+          int64_t c = g * Cg + cj;
+          int64_t wbase = p.transpose ? (c * Og + oj) * kvol : (o * Cg + cj) * kvol;
+          int64_t xbase = (n * p.C + c) * in_plane, obase = (n * p.O + o) * out_plane;
+          std::fill(k.begin(), k.end(), 0);
+          do {
+            double wv = host::read_f64(w, wbase + offset(k, p.kernel));
+            // Conv: over output positions i, reading input i*s + k*d - pad. Transpose: over input
+            // positions i, adding to output i*s - pad + k*d.
+            const std::vector<int64_t>& range = p.transpose ? p.in : p.out;
+            const std::vector<int64_t>& bound = p.transpose ? p.out : p.in;
+            std::fill(i.begin(), i.end(), 0);
+            do {
+              bool inside = true;
+              for (size_t d = 0; d < p.dims && inside; ++d) {
+                pos[d] = i[d] * p.strides[d] + k[d] * p.dilations[d] - p.pad_lo[d];
+                inside = pos[d] >= 0 && pos[d] < bound[d];
+              }
+              if (!inside) continue;
+              if (p.transpose) {
+                acc[static_cast<size_t>(obase + offset(pos, p.out))] +=
+                    wv * host::read_f64(x, xbase + offset(i, p.in));
+              } else {
+                acc[static_cast<size_t>(obase + offset(i, p.out))] +=
+                    wv * host::read_f64(x, xbase + offset(pos, p.in));
+              }
+            } while (next(i, range));
+          } while (next(k, p.kernel));
+        }
+      }
+    }
+  }
+  runtime::NDArray out = runtime::NDArray::empty(oshape, x.dtype());
+  for (int64_t e = 0; e < out.numel(); ++e) {
+    double v = acc[static_cast<size_t>(e)];
+    if (p.bias) v += host::read_f64(in[2], (e / out_plane) % p.O);
+    host::write_f64(out, e, v);
+  }
+  return {out};
+}
+
+void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
+  OpDef def;
+  def.name = name;
+  def.pattern = Pattern::kOpaque;
+  def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
+    return std::vector<TensorType>{
+        {parse_conv(name, dims, transpose, in, attrs).out_shape(), in[0].dtype}};
+  };
+  def.compute = [name](const std::vector<te::Tensor>& in, const Attrs&) -> std::vector<te::Tensor> {
+    no_compiled_form(name, in);
+  };
+  def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    std::vector<TensorType> types;
+    for (const runtime::NDArray& a : in) types.push_back({a.shape(), from_dlpack(a.dtype())});
+    return conv_reference(parse_conv(name, dims, transpose, types, attrs), in);
+  };
+  register_op(std::move(def));
+}
+
+// ---- pools
+
+struct Pool {
+  std::vector<int64_t> in, kernel, strides, pad_lo, pad_hi, dilations, out;
+  bool count_include_pad = false;
+};
+
+Pool parse_pool(const std::string& op, size_t dims, bool is_avg, const std::vector<TensorType>& in,
+                const Attrs& attrs) {
+  ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
+  if (is_avg) {
+    check_float(op, in[0], "input x");
+  } else {
+    ANVIL_CHECK(host::reference_dtype(in[0].dtype) && !in[0].dtype.is_bool(), op,
+                ": input x must be a float or integer tensor, not ", to_string(in[0]));
+  }
+  ANVIL_CHECK(in[0].shape.size() == dims + 2, op, ": input x must have rank ", dims + 2, ", got ",
+              to_string(in[0]));
+  Pool p;
+  p.in.assign(in[0].shape.begin() + 2, in[0].shape.end());
+  p.kernel = ints_attr(op, attrs, "kernel_shape", dims, 1, 1, "positive", /*required=*/true);
+  p.strides = ints_attr(op, attrs, "strides", dims, 1, 1, "positive");
+  p.dilations = ints_attr(op, attrs, "dilations", dims, 1, 1, "positive");
+  std::vector<int64_t> pads = ints_attr(op, attrs, "pads", 2 * dims, 0, 0, "non-negative");
+  p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(dims));
+  p.pad_hi.assign(pads.begin() + static_cast<long>(dims), pads.end());
+  int64_t ceil_mode = attrs.get_int("ceil_mode", 0);
+  ANVIL_CHECK(ceil_mode == 0 || ceil_mode == 1, op, ": attribute 'ceil_mode' must be 0 or 1, got ",
+              ceil_mode);
+  if (is_avg) {
+    int64_t cip = attrs.get_int("count_include_pad", 0);
+    ANVIL_CHECK(cip == 0 || cip == 1, op, ": attribute 'count_include_pad' must be 0 or 1, got ",
+                cip);
+    p.count_include_pad = cip == 1;
+  } else {
+    ANVIL_CHECK(!attrs.has("count_include_pad"), op,
+                ": attribute 'count_include_pad' applies to average pooling only");
+  }
+  for (size_t d = 0; d < dims; ++d) {
+    int64_t extent = (p.kernel[d] - 1) * p.dilations[d] + 1;
+    int64_t padded = p.in[d] + p.pad_lo[d] + p.pad_hi[d];
+    ANVIL_CHECK(extent <= padded, op, ": attribute 'kernel_shape' ", list_str(p.kernel), " spans ",
+                extent, " in dimension ", d, ", more than the padded input's ", padded);
+    int64_t span = padded - extent, o;
+    if (ceil_mode == 1) {
+      o = (span + p.strides[d] - 1) / p.strides[d] + 1;
+      if ((o - 1) * p.strides[d] >= p.in[d] + p.pad_lo[d]) --o;
+    } else {
+      o = span / p.strides[d] + 1;
+    }
+    p.out.push_back(o);
+  }
+  return p;
+}
+
+// With `indices` (max only), also the flat index of each maximum (the first one on ties) in x as
+// ONNX's MaxPool gives it: row-major (storage_order 0) or with the spatial dimensions reversed
+// (storage_order 1).
+std::vector<runtime::NDArray> pool_reference(const Pool& p, bool is_avg, const runtime::NDArray& x,
+                                             bool indices = false, bool column_major = false) {
+  size_t dims = p.in.size();
+  int64_t N = x.shape()[0], C = x.shape()[1];
+  std::vector<int64_t> oshape = {N, C};
+  oshape.insert(oshape.end(), p.out.begin(), p.out.end());
+  runtime::NDArray out = runtime::NDArray::empty(oshape, x.dtype());
+  runtime::NDArray where;
+  if (indices) where = runtime::NDArray::empty(oshape, to_dlpack(DataType::Int64()));
+  std::vector<int64_t> rev_in(p.in.rbegin(), p.in.rend()), rev_pos(dims);
+  bool is_float = from_dlpack(x.dtype()).is_float();
+  int64_t in_plane = product(p.in), out_plane = product(p.out);
+  std::vector<int64_t> o(dims), k(dims), pos(dims);
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    std::fill(o.begin(), o.end(), 0);
+    do {
+      double best = -std::numeric_limits<double>::infinity(), total = 0;
+      int64_t ibest = std::numeric_limits<int64_t>::min(), counted = 0, arg = -1;
+      bool nan = false;
+      std::fill(k.begin(), k.end(), 0);
+      do {
+        bool inside = true, counts = true;
+        for (size_t d = 0; d < dims; ++d) {
+          pos[d] = o[d] * p.strides[d] - p.pad_lo[d] + k[d] * p.dilations[d];
+          inside = inside && pos[d] >= 0 && pos[d] < p.in[d];
+          int64_t lo = p.count_include_pad ? -p.pad_lo[d] : 0;
+          int64_t hi = p.count_include_pad ? p.in[d] + p.pad_hi[d] : p.in[d];
+          counts = counts && pos[d] >= lo && pos[d] < hi;
+        }
+        counted += counts;
+        if (!inside) continue;
+        int64_t e = nc * in_plane + offset(pos, p.in);
+        bool better;
+        if (is_float) {
+          double v = host::read_f64(x, e);
+          better = arg < 0 || v > best || (std::isnan(v) && !nan);
+          nan = nan || std::isnan(v);
+          best = std::max(best, v);
+          total += v;
+        } else {
+          int64_t v = host::read_i64(x, e);  // integers: max pooling only
+          better = arg < 0 || v > ibest;
+          ibest = std::max(ibest, v);
+        }
+        if (better && !column_major) arg = e;
+        if (better && column_major) {
+          std::copy(pos.rbegin(), pos.rend(), rev_pos.begin());
+          arg = nc * in_plane + offset(rev_pos, rev_in);
+        }
+      } while (next(k, p.kernel));
+      int64_t e = nc * out_plane + offset(o, p.out);
+      if (indices) where.data_as<int64_t>()[e] = arg;
+      if (!is_float) {
+        host::write_i64(out, e, ibest);
+        continue;
+      }
+      double r = is_avg ? (counted ? total / static_cast<double>(counted) : 0.0) : best;
+      host::write_f64(out, e, nan ? std::numeric_limits<double>::quiet_NaN() : r);
+    } while (next(o, p.out));
+  }
+  if (indices) return {out, where};
+  return {out};
+}
+
+// With `indices`: max pooling with a second output, the int64 indices of the maxima (attribute
+// storage_order 0 or 1).
+void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool indices = false) {
+  OpDef def;
+  def.name = name;
+  def.pattern = Pattern::kOpaque;
+  def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
+    if (indices) {
+      int64_t order = attrs.get_int("storage_order", 0);
+      ANVIL_CHECK(order == 0 || order == 1, name,
+                  ": attribute 'storage_order' must be 0 or 1, not ", order);
+    }
+    Pool p = parse_pool(name, dims, is_avg, in, attrs);
+    std::vector<int64_t> s = {in[0].shape[0], in[0].shape[1]};
+    s.insert(s.end(), p.out.begin(), p.out.end());
+    if (indices) return std::vector<TensorType>{{s, in[0].dtype}, {s, DataType::Int64()}};
+    return std::vector<TensorType>{{s, in[0].dtype}};
+  };
+  def.compute = [name](const std::vector<te::Tensor>& in, const Attrs&) -> std::vector<te::Tensor> {
+    no_compiled_form(name, in);
+  };
+  def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    Pool p = parse_pool(name, dims, is_avg, {{in[0].shape(), from_dlpack(in[0].dtype())}}, attrs);
+    return pool_reference(p, is_avg, in[0], indices, attrs.get_int("storage_order", 0) == 1);
+  };
+  register_op(std::move(def));
+}
+
+}  // namespace
+
+void register_window_nd_ops() {
+  register_conv_nd("conv3d", 3, false);
+  register_conv_nd("conv1d_transpose", 1, true);
+  register_conv_nd("conv3d_transpose", 3, true);
+  register_pool_nd("max_pool3d", 3, false);
+  register_pool_nd("avg_pool3d", 3, true);
+  register_pool_nd("max_pool2d_with_indices", 2, false, /*indices=*/true);
+}
+
+}  // namespace anvil::ops
