@@ -17,6 +17,10 @@
 //     whatever these compute from zeros (finite: none of them makes an infinity or NaN out of
 //     finite inputs), and no consumer reads them: packed weights are zero there, and
 //     layout_transform's `channels` drops them.
+//   * Pools (max_pool2d, avg_pool2d, global_max_pool2d, global_avg_pool2d) of a float32 value that
+//     has a blocked form run on it as their *_nchwc forms (pooling is per channel; padded
+//     channels pool to finite values no consumer reads), so a conv -> relu -> max pool -> conv
+//     stem stays blocked. A pool whose input exists only in NCHW stays NCHW.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
 #include <set>
@@ -55,7 +59,7 @@ class LayoutRewriter {
   Graph run() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
-      if (try_conv(n) || try_elementwise(n)) continue;
+      if (try_conv(n) || try_elementwise(n) || try_pool(n)) continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
       std::vector<std::string> names;
@@ -213,6 +217,23 @@ class LayoutRewriter {
     std::string name = out().unique_name(y.name + "_" + layout_name(block));
     ValueId v = out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, {name})[0];
     set_blocked(n.outputs[0], v, block, y.type.shape[1]);
+    return true;
+  }
+
+  bool try_pool(const Node& n) {
+    static const std::set<std::string> pools = {"max_pool2d", "avg_pool2d", "global_max_pool2d",
+                                                "global_avg_pool2d"};
+    if (!pools.count(n.op) || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const Blocked& b = blocked_[n.inputs[0]];
+    const Value& x = g_.value(n.inputs[0]);
+    const Value& y = g_.value(n.outputs[0]);
+    if (b.value < 0 || x.type.dtype != ir::DataType::Float32() || x.type.shape.size() != 4)
+      return false;
+    std::string op = n.op + "_nchwc";
+    std::string name = out().unique_name(y.name + "_" + layout_name(b.block));
+    ValueId v = out().add_node(out().unique_name(n.name), op, ops::Attrs(op, n.attrs.values()),
+                               {b.value}, {name})[0];
+    set_blocked(n.outputs[0], v, b.block, y.type.shape[1]);
     return true;
   }
 

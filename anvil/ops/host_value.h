@@ -75,29 +75,6 @@ inline void check_compiled_dtype(const std::string& op, ir::DataType t, const ch
               "int32, int64 and bool)");
 }
 
-// Element k as a double (uint64 beyond 2^53 rounds).
-inline double read_f64(const runtime::NDArray& a, int64_t k) {
-  ir::DataType t = from_dlpack(a.dtype());
-  if (t.code() == ir::DataType::Code::kFloat) {
-    if (t.bits() == 16) return half_to_double(a.data_as<uint16_t>()[k]);
-    if (t.bits() == 32) return a.data_as<float>()[k];
-    return a.data_as<double>()[k];
-  }
-  bool s = t.is_int();
-  switch (t.bits()) {
-    case 1:
-    case 8:
-      return s ? a.data_as<int8_t>()[k] : a.data_as<uint8_t>()[k];
-    case 16:
-      return s ? a.data_as<int16_t>()[k] : a.data_as<uint16_t>()[k];
-    case 32:
-      return s ? int64_t{a.data_as<int32_t>()[k]} : int64_t{a.data_as<uint32_t>()[k]};
-    default:
-      return s ? static_cast<double>(a.data_as<int64_t>()[k])
-               : static_cast<double>(a.data_as<uint64_t>()[k]);
-  }
-}
-
 // Element k of an integer or bool tensor as an int64 (uint64 keeps its bit pattern).
 inline int64_t read_i64(const runtime::NDArray& a, int64_t k) {
   ir::DataType t = from_dlpack(a.dtype());
@@ -113,6 +90,18 @@ inline int64_t read_i64(const runtime::NDArray& a, int64_t k) {
     default:
       return a.data_as<int64_t>()[k];
   }
+}
+
+// Element k of any tensor as a double (uint64 above 2^63 included).
+inline double read_f64(const runtime::NDArray& a, int64_t k) {
+  ir::DataType t = from_dlpack(a.dtype());
+  if (t.code() == ir::DataType::Code::kFloat) {
+    if (t.bits() == 16) return half_to_double(a.data_as<uint16_t>()[k]);
+    if (t.bits() == 32) return a.data_as<float>()[k];
+    return a.data_as<double>()[k];
+  }
+  if (!t.is_int() && t.bits() == 64) return static_cast<double>(a.data_as<uint64_t>()[k]);
+  return static_cast<double>(read_i64(a, k));
 }
 
 // Stores the low bits of `v` as element k of an integer or bool tensor (wraps, as NumPy does;

@@ -17,6 +17,10 @@
 //                           conv_transpose_nchwc.cc
 //   conv2d_winograd_nchwc   3x3 stride-1 convolutions by Winograd's minimal filtering, on a
 //                           weight transformed once by its own weight op; winograd.cc
+//   max_pool2d_nchwc, avg_pool2d_nchwc       x [N, C/b, H, W, b] -> [N, C/b, OH, OW, b]
+//   global_max_pool2d_nchwc, global_avg_pool2d_nchwc   -> [N, C/b, 1, 1, b]
+//                           the pools with their NCHW forms' attributes and semantics (pooling
+//                           is per channel); pool_norm.cc
 // Each family also registers the injective weight-packing operator that turns the ONNX weight
 // (OIHW, or CO(HW) for the transpose) into its layout, so that constant folding packs weights
 // once at compile time. None of these take a bias: a bias, batch-norm scale, relu or residual add

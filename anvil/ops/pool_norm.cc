@@ -1,6 +1,13 @@
 // Pooling and normalization on NCHW tensors: max_pool2d, avg_pool2d, global_max_pool2d,
 // global_avg_pool2d, batch_norm (inference), layer_norm, instance_norm.
 //
+// The pools also run on the blocked layout NCHW[x]c (nchwc.h): max_pool2d_nchwc, avg_pool2d_nchwc,
+// global_max_pool2d_nchwc and global_avg_pool2d_nchwc take x [N, C/b, H, W, b] and give
+// [N, C/b, OH, OW, b] ([N, C/b, 1, 1, b] for the global ones), with the attributes and semantics
+// of their NCHW forms: pooling is per channel, so channel c = (c / b, c % b) pools over H and W
+// exactly as in NCHW. The graph compiler's layout alteration keeps a convolution chain blocked
+// through them.
+//
 // Fusion patterns:
 //  - the pools are kComplexOutFusable (TVM's kOutEWiseFusable): a window reduction whose output
 //    absorbs elementwise epilogues (a relu after a pool), but which never absorbs a producer,
@@ -88,6 +95,26 @@ std::vector<int64_t> ints_of_size(const std::string& op, const Attrs& attrs,
   return v;
 }
 
+// Whether `op` is the NCHW[x]c form of a pool (its input is [N, C/b, H, W, b]).
+bool is_blocked(const std::string& op) {
+  return op.size() > 6 && op.compare(op.size() - 6, 6, "_nchwc") == 0;
+}
+
+// The input's rank check: 4-d NCHW, or 5-d NCHW[x]c for the blocked forms.
+void check_pool_rank(const std::string& op, const TensorType& x) {
+  bool blocked = is_blocked(op);
+  ANVIL_CHECK(x.shape.size() == (blocked ? 5u : 4u), op, ": input 'x' must be ",
+              blocked ? "5-d (NCHW[x]c: [N, C/b, H, W, b])" : "4-d (NCHW)", ", got ", to_string(x));
+}
+
+// The pooled shape: x's with H, W replaced (the block dimension, if any, kept).
+std::vector<int64_t> pooled_shape(const std::vector<int64_t>& x, int64_t oh, int64_t ow) {
+  std::vector<int64_t> out = x;
+  out[2] = oh;
+  out[3] = ow;
+  return out;
+}
+
 PoolAttrs parse_pool(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs,
                      bool is_avg) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
@@ -96,8 +123,7 @@ PoolAttrs parse_pool(const std::string& op, const std::vector<TensorType>& in, c
   ANVIL_CHECK(host::reference_dtype(t) && !t.is_bool() && (t.is_float() || !is_avg), op,
               ": input 'x' must be ", is_avg ? "a float" : "a float or integer", " tensor, not ",
               t);
-  ANVIL_CHECK(in[0].shape.size() == 4, op, ": input 'x' must be 4-d (NCHW), got ",
-              to_string(in[0]));
+  check_pool_rank(op, in[0]);
   std::vector<int64_t> k = ints_of_size(op, attrs, "kernel_shape", 2, {}, 1);
   std::vector<int64_t> s = ints_of_size(op, attrs, "strides", 2, {1, 1}, 1);
   std::vector<int64_t> p = ints_of_size(op, attrs, "pads", 4, {0, 0, 0, 0}, 0);
@@ -194,11 +220,11 @@ std::vector<te::Tensor> pool_compute(const std::string& op, const te::Tensor& x,
   PoolAttrs a = parse_pool(op, {{xs, x->dtype}}, attrs, is_avg);
   IterVar rh = te::reduce_axis(static_cast<int>(a.h.kernel), "rh");
   IterVar rw = te::reduce_axis(static_cast<int>(a.w.kernel), "rw");
-  std::vector<int64_t> out_shape = {xs[0], xs[1], a.h.out, a.w.out};
-  auto body = [&](Var n, Var c, Var oh, Var ow) {
-    Expr ih = oh * static_cast<int>(a.h.stride) - static_cast<int>(a.h.pad_begin) +
+  // i: n, c, oh, ow (and the channel within the block, for NCHW[x]c).
+  auto body = [&](const std::vector<Var>& i) {
+    Expr ih = i[2] * static_cast<int>(a.h.stride) - static_cast<int>(a.h.pad_begin) +
               rh->var * static_cast<int>(a.h.dilation);
-    Expr iw = ow * static_cast<int>(a.w.stride) - static_cast<int>(a.w.pad_begin) +
+    Expr iw = i[3] * static_cast<int>(a.w.stride) - static_cast<int>(a.w.pad_begin) +
               rw->var * static_cast<int>(a.w.dilation);
     // Only the bounds some window crosses are tested.
     Expr cond;
@@ -209,20 +235,26 @@ std::vector<te::Tensor> pool_compute(const std::string& op, const te::Tensor& x,
         add(idx < static_cast<int>(pd->in));
       }
     }
-    Expr v = x(n, c, ih, iw);
+    std::vector<Expr> at = {i[0], i[1], ih, iw};
+    if (i.size() == 5) at.push_back(i[4]);
+    Expr v = x(at);
     if (!is_avg) return te::max(v, {rh, rw}, cond);
-    Expr count = dim_count(a.h, oh, a.count_include_pad) * dim_count(a.w, ow, a.count_include_pad);
+    Expr count =
+        dim_count(a.h, i[2], a.count_include_pad) * dim_count(a.w, i[3], a.count_include_pad);
     Expr inv = make_const(DataType::Float32(), 1.0) / cast(DataType::Float32(), max(count, 1));
     return te::sum(v * inv, {rh, rw}, cond);
   };
-  return {te::compute(to_exprs(out_shape), body, op)};
+  return {te::compute(to_exprs(pooled_shape(xs, a.h.out, a.w.out)), body, op)};
 }
 
+// Naive loops; for NCHW[x]c the block's channels are an innermost loop (b = 1 for NCHW).
 runtime::NDArray pool_reference(const std::string& op, const runtime::NDArray& x,
                                 const Attrs& attrs, bool is_avg) {
   PoolAttrs a = parse_pool(op, {{x.shape(), from_dlpack(x.dtype())}}, attrs, is_avg);
   int64_t N = x.shape()[0], C = x.shape()[1], H = a.h.in, W = a.w.in;
-  runtime::NDArray out = runtime::NDArray::empty({N, C, a.h.out, a.w.out}, x.dtype());
+  int64_t B = x.shape().size() == 5 ? x.shape()[4] : 1;
+  runtime::NDArray out =
+      runtime::NDArray::empty(pooled_shape(x.shape(), a.h.out, a.w.out), x.dtype());
   bool is_float = from_dlpack(x.dtype()).is_float();
   int64_t hlo = a.h.count_lo(a.count_include_pad), hhi = a.h.count_hi(a.count_include_pad);
   int64_t wlo = a.w.count_lo(a.count_include_pad), whi = a.w.count_hi(a.count_include_pad);
@@ -231,38 +263,92 @@ runtime::NDArray pool_reference(const std::string& op, const runtime::NDArray& x
       int64_t plane = (n * C + c) * H * W;
       for (int64_t oh = 0; oh < a.h.out; ++oh) {
         for (int64_t ow = 0; ow < a.w.out; ++ow) {
-          double best = -std::numeric_limits<double>::infinity(), total = 0;
-          int64_t counted = 0, ibest = std::numeric_limits<int64_t>::min();
-          bool nan = false;
-          for (int64_t kh = 0; kh < a.h.kernel; ++kh) {
-            for (int64_t kw = 0; kw < a.w.kernel; ++kw) {
-              int64_t ih = oh * a.h.stride - a.h.pad_begin + kh * a.h.dilation;
-              int64_t iw = ow * a.w.stride - a.w.pad_begin + kw * a.w.dilation;
-              if (ih >= hlo && ih < hhi && iw >= wlo && iw < whi) ++counted;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              if (!is_float) {  // integers: max pooling only, exact
-                ibest = std::max(ibest, host::read_i64(x, plane + ih * W + iw));
-                continue;
+          for (int64_t j = 0; j < B; ++j) {
+            double best = -std::numeric_limits<double>::infinity(), total = 0;
+            int64_t counted = 0, ibest = std::numeric_limits<int64_t>::min();
+            bool nan = false;
+            for (int64_t kh = 0; kh < a.h.kernel; ++kh) {
+              for (int64_t kw = 0; kw < a.w.kernel; ++kw) {
+                int64_t ih = oh * a.h.stride - a.h.pad_begin + kh * a.h.dilation;
+                int64_t iw = ow * a.w.stride - a.w.pad_begin + kw * a.w.dilation;
+                if (ih >= hlo && ih < hhi && iw >= wlo && iw < whi) ++counted;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                int64_t at = (plane + ih * W + iw) * B + j;
+                if (!is_float) {  // integers: max pooling only, exact
+                  ibest = std::max(ibest, host::read_i64(x, at));
+                  continue;
+                }
+                double v = host::read_f64(x, at);
+                nan = nan || std::isnan(v);
+                best = std::max(best, v);
+                total += v;
               }
-              double v = host::read_f64(x, plane + ih * W + iw);
-              nan = nan || std::isnan(v);
-              best = std::max(best, v);
-              total += v;
             }
+            int64_t e = (((n * C + c) * a.h.out + oh) * a.w.out + ow) * B + j;
+            if (!is_float) {
+              host::write_i64(out, e, ibest);
+              continue;
+            }
+            double r = is_avg ? (counted ? total / static_cast<double>(counted) : 0.0) : best;
+            if (nan) r = std::numeric_limits<double>::quiet_NaN();
+            host::write_f64(out, e, r);
           }
-          int64_t e = ((n * C + c) * a.h.out + oh) * a.w.out + ow;
-          if (!is_float) {
-            host::write_i64(out, e, ibest);
-            continue;
-          }
-          double r = is_avg ? (counted ? total / static_cast<double>(counted) : 0.0) : best;
-          if (nan) r = std::numeric_limits<double>::quiet_NaN();
-          host::write_f64(out, e, r);
         }
       }
     }
   }
   return out;
+}
+
+// Schedule of a pool on NCHW[x]c (windowed or global); outs[0] is the pool or the last of an
+// elementwise chain over it (an epilogue such as a relu, inlined into the output stage). Rule:
+//  - the output [n, c, oh, ow, b]: n, c, oh fused into rows, parallel when the work (outputs x
+//    window) reaches kParallelWork and there are at least two rows; ow in blocks of at most R/4
+//    columns (8 with AVX-512's 32 vector registers, 4 with AVX2's 16; balanced, so the tail
+//    block wastes least), the columns unrolled, b vectorized;
+//  - the pool accumulates one block of columns in a local buffer (registers) computed at the
+//    column block, the window loops outside the columns: each window step loads one vector per
+//    column (contiguous: the block's channels) and updates it, with no gathers and no
+//    transposes (the NCHW schedule vectorizes along strided columns).
+void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                             const Target& target) {
+  te::Tensor out = outs[0], pool;
+  std::vector<te::Tensor> order = te::topological_order(outs);
+  for (const te::Tensor& t : order)
+    if (t.is_compute() && !t->reduce_axis.empty()) pool = t;
+  ANVIL_CHECK(pool.defined(), "pool schedule: no pooling stage under output '", out.name(), "'");
+  ANVIL_CHECK(shape_of(out) == shape_of(pool), "pool schedule: output '", out.name(), "' ",
+              shape_str(shape_of(out)), " must have the pool's shape ", shape_str(shape_of(pool)),
+              " (an elementwise epilogue)");
+  for (const te::Tensor& t : order)
+    if (t.is_compute() && t.get() != pool.get() && t.get() != out.get()) s[t].compute_inline();
+  te::Tensor inner = out.get() == pool.get() ? s.cache_write(pool, MemoryScope::kLocal) : pool;
+  std::vector<int64_t> shape = shape_of(out);
+  int64_t window = 1;
+  for (const IterVar& r : pool->reduce_axis) window *= *as_const_int(r->dom.extent);
+  int64_t regs = target.vector_lanes_f32() >= 16 ? 32 : 16;
+  int64_t blocks = (shape[3] + regs / 4 - 1) / (regs / 4);
+  int64_t cols = (shape[3] + blocks - 1) / blocks;
+
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();
+  auto [wo, wi] = so.split(ax[3], cols);
+  so.reorder({ax[0], ax[1], ax[2], wo, wi, ax[4]});
+  IterVar rows = so.fuse(so.fuse(ax[0], ax[1]), ax[2]);
+  so.unroll(wi);
+  so.vectorize(ax[4]);
+  int64_t nrows = shape[0] * shape[1] * shape[2];
+  if (nrows >= 2 && nrows * shape[3] * shape[4] * window >= kParallelWork) so.parallel(rows);
+
+  te::Stage si = s[inner];
+  si.compute_at(so, wo);
+  std::vector<IterVar> iax = si.axis(), rax = si.reduce_axis();
+  std::vector<IterVar> iorder = {iax[0], iax[1], iax[2]};
+  iorder.insert(iorder.end(), rax.begin(), rax.end());
+  iorder.insert(iorder.end(), {iax[3], iax[4]});
+  si.reorder(iorder);
+  si.unroll(iax[3]);
+  si.vectorize(iax[4]);
 }
 
 void register_pool(const std::string& name, bool is_avg) {
@@ -271,8 +357,7 @@ void register_pool(const std::string& name, bool is_avg) {
   def.pattern = Pattern::kComplexOutFusable;
   def.infer = [name, is_avg](const std::vector<TensorType>& in, const Attrs& attrs) {
     PoolAttrs a = parse_pool(name, in, attrs, is_avg);
-    return std::vector<TensorType>{
-        {{in[0].shape[0], in[0].shape[1], a.h.out, a.w.out}, in[0].dtype}};
+    return std::vector<TensorType>{{pooled_shape(in[0].shape, a.h.out, a.w.out), in[0].dtype}};
   };
   def.compute = [name, is_avg](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     return pool_compute(name, in[0], attrs, is_avg);
@@ -280,8 +365,14 @@ void register_pool(const std::string& name, bool is_avg) {
   def.reference = [name, is_avg](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     return std::vector<runtime::NDArray>{pool_reference(name, in[0], attrs, is_avg)};
   };
-  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
-                        const Config&) { schedule_window_x86(s, outs[0], t); };
+  def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
+                            const Config&) {
+    if (is_blocked(name)) {
+      schedule_pool_nchwc_x86(s, outs, t);
+    } else {
+      schedule_window_x86(s, outs[0], t);
+    }
+  };
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
@@ -293,8 +384,7 @@ void register_pool(const std::string& name, bool is_avg) {
 void check_global_input(const std::string& op, const std::vector<TensorType>& in) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
   check_float_input(op, in[0], "x");
-  ANVIL_CHECK(in[0].shape.size() == 4, op, ": input 'x' must be 4-d (NCHW), got ",
-              to_string(in[0]));
+  check_pool_rank(op, in[0]);
 }
 
 // Rule: the fused n*c loop is parallel when the work reaches kParallelWork and there are at
@@ -317,7 +407,7 @@ void register_global_pool(const std::string& name, bool is_avg) {
   def.pattern = Pattern::kComplexOutFusable;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs&) {
     check_global_input(name, in);
-    return std::vector<TensorType>{{{in[0].shape[0], in[0].shape[1], 1, 1}, in[0].dtype}};
+    return std::vector<TensorType>{{pooled_shape(in[0].shape, 1, 1), in[0].dtype}};
   };
   def.compute = [name, is_avg](const std::vector<te::Tensor>& in, const Attrs&) {
     te::Tensor x = in[0];
@@ -325,23 +415,27 @@ void register_global_pool(const std::string& name, bool is_avg) {
     check_global_input(name, {{xs, x->dtype}});
     IterVar rh = te::reduce_axis(static_cast<int>(xs[2]), "rh");
     IterVar rw = te::reduce_axis(static_cast<int>(xs[3]), "rw");
-    auto body = [&](Var n, Var c, Var, Var) {
-      Expr v = x(n, c, rh->var, rw->var);
+    auto body = [&](const std::vector<Var>& i) {
+      std::vector<Expr> at = {i[0], i[1], rh->var, rw->var};
+      if (i.size() == 5) at.push_back(i[4]);
+      Expr v = x(at);
       if (!is_avg) return te::max(v, {rh, rw});
       return te::sum(v * make_const(DataType::Float32(), 1.0 / static_cast<double>(xs[2] * xs[3])),
                      {rh, rw});
     };
-    return std::vector<te::Tensor>{te::compute(to_exprs({xs[0], xs[1], 1, 1}), body, name)};
+    return std::vector<te::Tensor>{te::compute(to_exprs(pooled_shape(xs, 1, 1)), body, name)};
   };
+  // Plane p's element i at (p / B * plane + i) * B + p % B (B = 1 for NCHW).
   def.reference = [is_avg](const std::vector<runtime::NDArray>& in, const Attrs&) {
     const std::vector<int64_t>& xs = in[0].shape();
-    runtime::NDArray out = runtime::NDArray::empty({xs[0], xs[1], 1, 1}, runtime::dl_float32());
+    int64_t B = xs.size() == 5 ? xs[4] : 1;
+    runtime::NDArray out = runtime::NDArray::empty(pooled_shape(xs, 1, 1), runtime::dl_float32());
     int64_t plane = xs[2] * xs[3];
-    for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+    for (int64_t p = 0; p < xs[0] * xs[1] * B; ++p) {
       double best = -std::numeric_limits<double>::infinity(), total = 0;
       bool nan = false;
       for (int64_t i = 0; i < plane; ++i) {
-        double v = in[0].data_as<float>()[p * plane + i];
+        double v = in[0].data_as<float>()[(p / B * plane + i) * B + p % B];
         nan = nan || std::isnan(v);
         best = std::max(best, v);
         total += v;
@@ -352,8 +446,14 @@ void register_global_pool(const std::string& name, bool is_avg) {
     }
     return std::vector<runtime::NDArray>{out};
   };
-  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target&,
-                        const Config&) { schedule_global_x86(s, outs[0]); };
+  def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
+                            const Config&) {
+    if (is_blocked(name)) {
+      schedule_pool_nchwc_x86(s, outs, t);
+    } else {
+      schedule_global_x86(s, outs[0]);
+    }
+  };
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
@@ -658,6 +758,10 @@ void register_pool_norm_ops() {
   register_pool("avg_pool2d", true);
   register_global_pool("global_max_pool2d", false);
   register_global_pool("global_avg_pool2d", true);
+  register_pool("max_pool2d_nchwc", false);
+  register_pool("avg_pool2d_nchwc", true);
+  register_global_pool("global_max_pool2d_nchwc", false);
+  register_global_pool("global_avg_pool2d_nchwc", true);
   register_batch_norm();
   register_layer_norm();
   register_instance_norm();

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "anvil/frontend/onnx/importer_internal.h"
 #include "anvil/support/error.h"
 
 namespace anvil::frontend {
@@ -625,20 +626,10 @@ void set_type(::onnx::ValueInfoProto* vi, const std::string& name, const ops::Te
   for (const graph::Node& n : g.nodes())
     if (!table.count(n.op)) missing[n.op].push_back(n.name);
   if (!missing.empty()) {
-    std::string msg =
-        str("ONNX export of '", model_name, "': operators without an ONNX form (", missing.size(),
-            "; the NCHW[x]c ops come from graph passes: export the graph before them):");
-    for (const auto& [op, nodes] : missing) {
-      msg += "\n  " + op + ": ";
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (i == 8) {
-          msg += str(", ... (", nodes.size(), " nodes)");
-          break;
-        }
-        msg += (i ? ", '" : "'") + nodes[i] + "'";
-      }
-    }
-    throw Error(msg);
+    throw Error(str("ONNX export of '", model_name, "': operators without an ONNX form (",
+                    missing.size(),
+                    "; the NCHW[x]c ops come from graph passes: export the graph before them):",
+                    onnx_detail::nodes_by_op(missing)));
   }
 
   ::onnx::ModelProto model;

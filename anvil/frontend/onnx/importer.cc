@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "anvil/frontend/onnx/importer_internal.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/support/error.h"
 
 namespace anvil::frontend {
@@ -138,25 +139,20 @@ const runtime::NDArray& Ctx::const_in(int i, const char* what) const {
   return g.value(v).data;
 }
 
-namespace {
-
-// Element k of an integer or bool host tensor.
-int64_t int_elem(const runtime::NDArray& a, DataType dt, int64_t k) {
-  if (dt.is_bool()) return a.data_as<uint8_t>()[k];
-  bool s = dt.is_int();
-  switch (dt.bits()) {
-    case 8:
-      return s ? a.data_as<int8_t>()[k] : a.data_as<uint8_t>()[k];
-    case 16:
-      return s ? a.data_as<int16_t>()[k] : a.data_as<uint16_t>()[k];
-    case 32:
-      return s ? int64_t{a.data_as<int32_t>()[k]} : int64_t{a.data_as<uint32_t>()[k]};
-    default:
-      return a.data_as<int64_t>()[k];  // uint64 beyond INT64_MAX: no shape-like value is
+std::string nodes_by_op(const std::map<std::string, std::vector<std::string>>& nodes) {
+  std::string s;
+  for (const auto& [op, names] : nodes) {
+    s += "\n  " + op + ": ";
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i == 8) {
+        s += str(", ... (", names.size(), " nodes)");
+        break;
+      }
+      s += (i ? ", '" : "'") + names[i] + "'";
+    }
   }
+  return s;
 }
-
-}  // namespace
 
 std::vector<int64_t> Ctx::ints_in(int i, const char* what) const {
   const runtime::NDArray& a = const_in(i, what);
@@ -164,7 +160,7 @@ std::vector<int64_t> Ctx::ints_in(int i, const char* what) const {
   ANVIL_CHECK(dt.is_int_or_uint() || dt.is_bool(), "input ", i, " (", what,
               ") must be an integer or bool tensor, not ", dt);
   std::vector<int64_t> v(static_cast<size_t>(a.numel()));
-  for (int64_t k = 0; k < a.numel(); ++k) v[static_cast<size_t>(k)] = int_elem(a, dt, k);
+  for (int64_t k = 0; k < a.numel(); ++k) v[static_cast<size_t>(k)] = ops::host::read_i64(a, k);
   return v;
 }
 
@@ -378,18 +374,8 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
   std::map<std::string, std::vector<std::string>> missing;
   find_unsupported(gp, missing);
   if (!missing.empty()) {
-    std::string msg = str(origin, ": unsupported operators (", missing.size(), "):");
-    for (const auto& [type, nodes] : missing) {
-      msg += "\n  " + type + ": ";
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (i == 8) {
-          msg += str(", ... (", nodes.size(), " nodes)");
-          break;
-        }
-        msg += (i ? ", '" : "'") + nodes[i] + "'";
-      }
-    }
-    throw Error(msg);
+    throw Error(
+        str(origin, ": unsupported operators (", missing.size(), "):", nodes_by_op(missing)));
   }
 
   Ctx ctx(origin, opset);

@@ -1,5 +1,6 @@
-// Shared by the importer's files: the conversion context of one model and the op-mapping table.
-// Includes ONNX's generated classes; only anvil/frontend/onnx/*.cc include this header.
+// Shared by the importer's files (and the exporter): the conversion context of one model and the
+// op-mapping table. Includes ONNX's generated classes; only anvil/frontend/onnx/*.cc include this
+// header.
 #pragma once
 
 #include <onnx/onnx_pb.h>  // onnx-ml.pb.h with ONNX_ML=1 (Debian ships no onnx.pb.h)
@@ -17,9 +18,12 @@ namespace anvil::frontend::onnx_detail {
 using graph::ValueId;
 
 // A TensorProto as an NDArray (float16/32/64, int8-64, uint8-64, bool; raw_data or the typed
-// fields).
-// `what` names the tensor in errors.
+// fields). `what` names the tensor in errors.
 runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what);
+// "\n  Op: 'node1', 'node2', ..." per op type (at most 8 names each): the body of the importer's
+// and the exporter's unsupported-operator errors.
+std::string nodes_by_op(const std::map<std::string, std::vector<std::string>>& nodes);
+
 // ONNX's element type code as ours; an error naming `what` for unsupported ones.
 ir::DataType onnx_dtype(int32_t code, const std::string& what);
 
