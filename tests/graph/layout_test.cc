@@ -109,14 +109,65 @@ TEST(AlterLayout, NchwOpBetweenConvsConvertsBackAndForth) {
   Graph g;
   ValueId x = g.add_input("x", {{1, 16, 8, 8}, f32});
   ValueId c1 = g.add("c1", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w1", {16, 16, 1, 1}, 1)});
-  ValueId p = g.add("pool", "max_pool2d",
-                    Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{2, 2}},
-                                         {"strides", std::vector<int64_t>{2, 2}}}),
-                    {c1});
-  ValueId c2 = g.add("c2", "conv2d", conv({0, 0, 0, 0}), {p, param(g, "w2", {16, 16, 1, 1}, 2)});
+  ValueId sm = g.add("softmax", "softmax", Attrs("softmax", {{"axis", int64_t{1}}}), {c1});
+  ValueId c2 = g.add("c2", "conv2d", conv({0, 0, 0, 0}), {sm, param(g, "w2", {16, 16, 1, 1}, 2)});
   g.add_output(g.add("out", "sigmoid", Attrs(), {c2}));
   Graph a = alter_layout(g, t);
   EXPECT_EQ(transforms(a), std::make_pair(2, 2)) << a.str();
+  expect_same_outputs(g, a);
+}
+
+// Pools run blocked (pooling is per channel): a stem conv -> relu -> max pool -> conv ->
+// avg pool -> conv -> global pool stays in NCHW[x]c from the input's transform to the one before
+// flatten, padded channels included (20 channels in blocks of 16, 8 with AVX2).
+TEST(AlterLayout, PoolsStayBlocked) {
+  for (int bits : {512, 256}) {
+    SCOPED_TRACE(bits);
+    Target t = target_with_bits(bits);
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 3, 23, 21}, f32});
+    ValueId c0 = g.add("stem", "conv2d", conv({3, 3, 3, 3}, {2, 2}),
+                       {x, param(g, "w0", {20, 3, 7, 7}, 1), param(g, "b0", {20}, 2)});
+    ValueId r0 = g.add("r0", "relu", Attrs(), {c0});
+    ValueId mp = g.add("maxpool", "max_pool2d",
+                       Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                            {"strides", std::vector<int64_t>{2, 2}},
+                                            {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+                       {r0});
+    ValueId c1 = g.add("c1", "conv2d", conv({1, 1, 1, 1}), {mp, param(g, "w1", {20, 20, 3, 3}, 3)});
+    ValueId ap = g.add("avgpool", "avg_pool2d",
+                       Attrs("avg_pool2d", {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                            {"strides", std::vector<int64_t>{1, 1}},
+                                            {"pads", std::vector<int64_t>{0, 0, 1, 1}},
+                                            {"count_include_pad", int64_t{1}}}),
+                       {c1});
+    ValueId c2 = g.add("c2", "conv2d", conv({0, 0, 0, 0}), {ap, param(g, "w2", {24, 20, 1, 1}, 4)});
+    ValueId gp = g.add("gap", "global_avg_pool2d", Attrs(), {c2});
+    ValueId f = g.add("flat", "flatten", Attrs(), {gp});
+    g.add_output(g.add("fc", "dense", Attrs(), {f, param(g, "wf", {5, 24}, 5)}));
+    Graph a = alter_layout(g, t);
+    for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"}) {
+      EXPECT_EQ(count_op(a, op), 0) << op << "\n" << a.str();
+      EXPECT_EQ(count_op(a, std::string(op) + "_nchwc"), 1) << op << "\n" << a.str();
+    }
+    EXPECT_EQ(transforms(a), std::make_pair(1, 1)) << a.str();
+    expect_same_outputs(g, a);
+    expect_same_outputs(g, fold_constants(a));
+  }
+}
+
+// A pool whose input has no blocked form (no convolution before it) stays NCHW.
+TEST(AlterLayout, PoolOfAnNchwValueStaysNchw) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 16, 8, 8}, f32});
+  ValueId p = g.add("pool", "max_pool2d",
+                    Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                         {"strides", std::vector<int64_t>{2, 2}}}),
+                    {x});
+  g.add_output(g.add("c", "conv2d", conv({0, 0, 0, 0}), {p, param(g, "w", {16, 16, 1, 1}, 1)}));
+  Graph a = alter_layout(g, target_with_bits(512));
+  EXPECT_EQ(count_op(a, "max_pool2d"), 1) << a.str();
+  EXPECT_EQ(transforms(a), std::make_pair(1, 1)) << a.str();
   expect_same_outputs(g, a);
 }
 
@@ -185,10 +236,11 @@ TEST(Pipeline, ResidualBlockThroughEveryPass) {
       EXPECT_FALSE(users[v].empty()) << o.value(static_cast<ValueId>(v)).name;
     }
 
-  // Groups: transform | stem+bias+relu | c1+bias+relu | c2+bias+add+relu | back | pool |
-  // flatten | dense.
+  // Groups: transform | stem+bias+relu | c1+bias+relu | c2+bias+add+relu | pool (blocked) |
+  // back+flatten | dense.
   std::vector<FusedGroup> groups = fuse(o);
-  EXPECT_EQ(groups.size(), 8u);
+  EXPECT_EQ(groups.size(), 7u);
+  EXPECT_EQ(count_op(o, "global_avg_pool2d_nchwc"), 1) << o.str();
   int anchored = 0;
   for (const FusedGroup& fg : groups) anchored += fg.anchor >= 0;
   EXPECT_EQ(anchored, 5);

@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/lower/lower.h"
 #include "ops_testing.h"
 #include "testing/errors.h"
 
@@ -37,7 +39,7 @@ int64_t onnx_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64
 Attrs pool_attrs(const std::string& op, std::vector<int64_t> k, std::vector<int64_t> s,
                  std::vector<int64_t> p, std::vector<int64_t> d, int64_t ceil, int64_t cip) {
   Attrs a(op, {{"kernel_shape", k}, {"strides", s}, {"pads", p}, {"ceil_mode", ceil}});
-  if (op == "avg_pool2d") a.set("count_include_pad", cip);
+  if (op.rfind("avg_pool2d", 0) == 0) a.set("count_include_pad", cip);
   if (!d.empty()) a.set("dilations", d);
   return a;
 }
@@ -225,6 +227,145 @@ TEST(Pool, Patterns) {
   EXPECT_EQ(lookup("batch_norm").pattern, Pattern::kInjective);
   EXPECT_EQ(lookup("layer_norm").pattern, Pattern::kReduction);
   EXPECT_EQ(lookup("instance_norm").pattern, Pattern::kReduction);
+}
+
+// ---- pools on NCHW[x]c
+
+// [N, C/b, H, W, b] -> [N, C/b * b, H, W]: the NCHW tensor a blocked one holds.
+runtime::NDArray unblock(const runtime::NDArray& x) {
+  const std::vector<int64_t>& s = x.shape();
+  int64_t N = s[0], CB = s[1], H = s[2], W = s[3], B = s[4];
+  runtime::NDArray y = testing::array({N, CB * B, H, W}, f32);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < CB * B; ++c)
+      for (int64_t i = 0; i < H * W; ++i)
+        y.data_as<float>()[(n * CB * B + c) * H * W + i] =
+            x.data_as<float>()[((n * CB + c / B) * H * W + i) * B + c % B];
+  return y;
+}
+
+// The blocked op checked twice: compiled against its reference (check_op), and its reference
+// against the NCHW op's reference on the same tensor unblocked (the independent oracle).
+void check_blocked_pool(const std::string& op, const std::vector<int64_t>& shape, const Attrs& a,
+                        uint32_t seed) {
+  std::string nchw = op.substr(0, op.size() - 6);
+  Attrs na(nchw, a.values());
+  std::vector<int64_t> ns = {shape[0], shape[1] * shape[4], shape[2], shape[3]};
+  std::vector<TensorType> bt = lookup(op).infer({{shape, f32}}, a);
+  std::vector<TensorType> nt = lookup(nchw).infer({{ns, f32}}, na);
+  EXPECT_EQ(bt[0].shape,
+            (std::vector<int64_t>{shape[0], shape[1], nt[0].shape[2], nt[0].shape[3], shape[4]}));
+  std::mt19937 rng(seed);
+  runtime::NDArray x = ops_testing::random_array({shape, f32}, rng);
+  runtime::NDArray want = lookup(nchw).reference({unblock(x)}, na)[0];
+  runtime::NDArray got = unblock(lookup(op).reference({x}, a)[0]);
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_EQ(got.data_as<float>()[i], want.data_as<float>()[i]) << op << " element " << i;
+  CheckOptions o;
+  o.inputs = {x};
+  if (op.rfind("max", 0) == 0 || op.rfind("global_max", 0) == 0) o.tol = 0;
+  check_op(op, {{shape, f32}}, a, o);
+}
+
+TEST(PoolNchwc, RandomWindowsMatchNchw) {
+  std::mt19937 rng(71);
+  for (int t = 0; t < 24; ++t) {
+    const char* op = t % 2 ? "avg_pool2d_nchwc" : "max_pool2d_nchwc";
+    std::vector<int64_t> shape = {draw(rng, 1, 2), draw(rng, 1, 3), draw(rng, 1, 12),
+                                  draw(rng, 1, 21), t % 3 == 0 ? 16 : (t % 3 == 1 ? 8 : 3)};
+    std::vector<int64_t> k(2), s(2), p(4), d(2);
+    for (size_t i = 0; i < 2; ++i) {
+      k[i] = draw(rng, 1, 3);
+      s[i] = draw(rng, 1, 2);
+      d[i] = t % 5 == 4 ? 2 : 1;
+      p[i] = draw(rng, 0, k[i] - 1);
+      p[i + 2] = draw(rng, 0, k[i] - 1);
+      int64_t extent = (k[i] - 1) * d[i] + 1, padded = shape[2 + i] + p[i] + p[i + 2];
+      if (extent > padded) p[i + 2] += extent - padded;
+    }
+    Attrs a = pool_attrs(op, k, s, p, d, draw(rng, 0, 1), draw(rng, 0, 1));
+    SCOPED_TRACE(describe(a, shape));
+    check_blocked_pool(op, shape, a, 200 + static_cast<uint32_t>(t));
+  }
+}
+
+// ResNet-18's stem pool on 64 channels in blocks of 16 (parallel rows, 8-column blocks with a
+// tail), and a wide map with padding on one side.
+TEST(PoolNchwc, ResNetStemAndWideMaps) {
+  check_blocked_pool("max_pool2d_nchwc", {1, 4, 112, 112, 16},
+                     pool_attrs("max_pool2d_nchwc", {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0), 1);
+  check_blocked_pool("avg_pool2d_nchwc", {2, 2, 30, 37, 8},
+                     pool_attrs("avg_pool2d_nchwc", {2, 3}, {1, 2}, {0, 1, 1, 0}, {}, 1, 0), 2);
+}
+
+TEST(PoolNchwc, GlobalMatchesNchw) {
+  std::mt19937 rng(9);
+  for (int t = 0; t < 6; ++t) {
+    std::vector<int64_t> shape = {draw(rng, 1, 2), draw(rng, 1, 4), draw(rng, 1, 9),
+                                  draw(rng, 1, 9), t % 2 ? 16 : 4};
+    for (const char* op : {"global_max_pool2d_nchwc", "global_avg_pool2d_nchwc"}) {
+      SCOPED_TRACE(std::string(op) + " " + to_string(TensorType{shape, f32}));
+      check_blocked_pool(op, shape, Attrs(op, {}), 300 + static_cast<uint32_t>(t));
+    }
+  }
+  // ResNet-18's last pool, and one large enough for the parallel schedule.
+  check_blocked_pool("global_avg_pool2d_nchwc", {1, 32, 7, 7, 16},
+                     Attrs("global_avg_pool2d_nchwc", {}), 4);
+  check_blocked_pool("global_max_pool2d_nchwc", {2, 8, 28, 28, 16},
+                     Attrs("global_max_pool2d_nchwc", {}), 5);
+}
+
+// A pool with an elementwise epilogue (what fusion makes of pool -> add -> relu), scheduled by
+// the pool's schedule on the last stage, against the references composed; with AVX-512 (the
+// host) and AVX2 (4-column blocks, two vectors per 16-channel block).
+TEST(PoolNchwc, EpilogueIsInlined) {
+  for (const char* op : {"max_pool2d_nchwc", "global_avg_pool2d_nchwc"}) {
+    for (const char* tstr : {"", "llvm -mattr=-avx512f -vector-bits=256"}) {
+      SCOPED_TRACE(std::string(op) + " " + tstr);
+      bool global = std::string(op).rfind("global", 0) == 0;
+      Attrs a = global ? Attrs(op, {}) : pool_attrs(op, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0);
+      std::vector<int64_t> xs = {1, 3, 19, 23, 16};
+      te::Tensor x = te::placeholder(to_exprs(xs), f32, "x");
+      te::Tensor p = lookup(op).compute({x}, a)[0];
+      te::Tensor y = te::placeholder(p->shape, f32, "y");
+      te::Tensor sum = lookup("add").compute({p, y}, Attrs("add", {}))[0];
+      te::Tensor out = lookup("relu").compute({sum}, Attrs("relu", {}))[0];
+      te::Schedule s({out});
+      Target target = *tstr ? Target::parse(tstr) : Target::host();
+      lookup(op).schedule_x86(s, {out}, target, {});
+      auto module = codegen::LLVMModule::compile({lower(s, {x, y, out}, "k")}, target);
+      std::mt19937 rng(3);
+      runtime::NDArray xa = ops_testing::random_array({xs, f32}, rng);
+      runtime::NDArray ya = ops_testing::random_array({shape_of(p), f32}, rng);
+      runtime::NDArray got = testing::array(shape_of(p), f32);
+      ASSERT_EQ(testing::call(module->get_function("k"), {xa.get(), ya.get(), got.get()}), 0)
+          << AnvilGetLastError();
+      runtime::NDArray pooled = lookup(op).reference({xa}, a)[0];
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        double want = std::max(0.0, double(pooled.data_as<float>()[i]) + ya.data_as<float>()[i]);
+        ASSERT_NEAR(got.data_as<float>()[i], want, 1e-5 * (1 + std::abs(want))) << i;
+      }
+    }
+  }
+}
+
+TEST(PoolNchwc, Errors) {
+  Attrs a = pool_attrs("max_pool2d_nchwc", {2, 2}, {1, 1}, {0, 0, 0, 0}, {}, 0, 0);
+  EXPECT_NE(testing::user_error([&] {
+              lookup("max_pool2d_nchwc").infer({{{1, 16, 5, 5}, f32}}, a);
+            })
+                .find("max_pool2d_nchwc: input 'x' must be 5-d (NCHW[x]c: [N, C/b, H, W, b]), got "
+                      "float32[1, 16, 5, 5]"),
+            std::string::npos);
+  EXPECT_NE(testing::user_error([&] {
+              lookup("global_avg_pool2d_nchwc")
+                  .infer({{{1, 16, 5, 5}, f32}}, Attrs("global_avg_pool2d_nchwc", {}));
+            }).find("global_avg_pool2d_nchwc: input 'x' must be 5-d"),
+            std::string::npos);
+  for (const char* op : {"max_pool2d_nchwc", "avg_pool2d_nchwc", "global_max_pool2d_nchwc",
+                         "global_avg_pool2d_nchwc"})
+    EXPECT_EQ(lookup(op).pattern, Pattern::kComplexOutFusable) << op;
 }
 
 // ---- normalizations
