@@ -14,6 +14,7 @@
 #include "anvil/graph/build.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -27,6 +28,8 @@
 
 #include "anvil/codegen/c/codegen_c.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/graph/flops.h"
+#include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
 #include "anvil/runtime/module.h"
 #include "anvil/support/error.h"
@@ -218,6 +221,7 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
     runtime::GraphProgram::Call c;
     c.kernel = k.name;
     c.nodes = node_list(g, k.nodes);
+    c.flops = k.flops;
     for (ValueId v : k.args) {
       c.args.push_back(slot_of(v));
       last[v] = static_cast<int64_t>(i);
@@ -234,8 +238,7 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
   return p;
 }
 
-CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
-                                   const BuildOptions& options) {
+Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildOptions& options) {
   std::vector<Pass> passes = {{"simplify_inference", simplify_inference},
                               {"fold_constants", fold_constants}};
   if (options.alter_layout) {
@@ -245,9 +248,13 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
   }
   passes.push_back({"eliminate_common_subexpressions", eliminate_common_subexpressions});
   passes.push_back({"eliminate_dead_code", eliminate_dead_code});
+  return run_passes(g, passes, options.print_after);
+}
 
+CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
+                                   const BuildOptions& options) {
   CompiledGraph cg;
-  cg.graph_ = run_passes(g, passes, options.print_after);
+  cg.graph_ = optimize(g, target, options);
   const Graph& gr = cg.graph_;
   std::vector<FusedGroup> groups = fuse(gr, options.fuse);
   cg.plan_ = plan_memory(gr, groups);
@@ -261,6 +268,7 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     Kernel k;
     k.name = "fused_" + std::to_string(i) + "_" + snode.op;
     k.nodes = group.nodes;
+    for (NodeId n : group.nodes) k.flops += node_flops(gr, n);
     GroupFunc f = group_function(gr, group, i);
     k.args = group.inputs;
     k.num_inputs = group.inputs.size();
@@ -302,6 +310,7 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     }
     cg.kernels_.push_back(std::move(k));
   }
+  cg.funcs_ = funcs;
   if (target.kind == Target::Kind::kC) {
     cg.c_library_ = compile_c(funcs);
   } else {
@@ -344,11 +353,69 @@ std::string CompiledGraph::summary() const {
   for (const Kernel& k : kernels_) {
     os << "  " << k.name << ": ";
     for (size_t i = 0; i < k.nodes.size(); ++i) os << (i ? ", " : "") << graph_.node(k.nodes[i]).op;
-    os << "  [" << k.schedule << "]\n";
+    os << "  [" << k.schedule << "]";
+    if (k.flops > 0) {
+      char flops[32];
+      std::snprintf(flops, sizeof flops, "%.3f", k.flops / 1e6);
+      os << "  " << flops << " MFLOP";
+    }
+    os << "\n";
   }
   os << "memory: " << plan_.planned_bytes << " bytes planned (arena), " << plan_.unplanned_bytes
      << " bytes unplanned\n";
   return os.str();
+}
+
+namespace {
+
+std::string kernel_names(const std::vector<CompiledGraph::Kernel>& kernels) {
+  std::string s;
+  for (const CompiledGraph::Kernel& k : kernels) s += (s.empty() ? "" : ", ") + k.name;
+  return s;
+}
+
+}  // namespace
+
+std::string CompiledGraph::lowered_ir(const std::string& kernel) const {
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    if (kernels_[i].name != kernel) continue;
+    const ir::LoweredFunc& f = funcs_.at(i);
+    std::ostringstream os;
+    os << "// " << f.name << ": " << node_list(graph_, kernels_[i].nodes) << "\n";
+    os << "// schedule: " << kernels_[i].schedule << "\n";
+    os << f.name << "(";
+    for (size_t a = 0; a < f.args.size(); ++a) {
+      os << (a ? ", " : "") << f.args[a]->name << ": " << f.args[a]->dtype.to_string() << "[";
+      for (size_t d = 0; d < f.args[a]->shape.size(); ++d)
+        os << (d ? ", " : "") << f.args[a]->shape[d];
+      os << "]";
+    }
+    os << ") {\n" << f.body << "}\n";
+    return os.str();
+  }
+  ANVIL_FAIL("no kernel named '", kernel, "' (the kernels: ", kernel_names(kernels_), ")");
+}
+
+std::string CompiledGraph::llvm_ir(const std::string& kernel) const {
+  ANVIL_CHECK(module_, "LLVM IR: the kernels were compiled for target '", target_.str(),
+              "', which has no LLVM module (its source is C: c_source)");
+  if (!kernel.empty()) {
+    bool known = std::any_of(kernels_.begin(), kernels_.end(),
+                             [&](const Kernel& k) { return k.name == kernel; });
+    ANVIL_CHECK(known, "no kernel named '", kernel, "' (the kernels: ", kernel_names(kernels_),
+                ")");
+  }
+  return module_->llvm_ir(kernel);
+}
+
+std::string CompiledGraph::assembly() const {
+  ANVIL_CHECK(module_, "assembly: the kernels were compiled for target '", target_.str(),
+              "', which has no LLVM module (its source is C: c_source)");
+  return module_->assembly();
+}
+
+std::string CompiledGraph::c_source() const {
+  return codegen::generate_c(funcs_);
 }
 
 }  // namespace anvil::graph

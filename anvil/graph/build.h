@@ -12,6 +12,7 @@
 
 #include "anvil/graph/graph.h"
 #include "anvil/graph/passes.h"
+#include "anvil/ir/function.h"
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/graph_executor.h"
 #include "anvil/runtime/model.h"
@@ -43,6 +44,11 @@ class CompiledGraph {
   // compiled.
   static CompiledGraph build(const Graph& g, const Target& target, const BuildOptions& options);
 
+  // The pass pipeline build() runs before fusion (simplify_inference, fold_constants, with
+  // options.alter_layout alter_layout and fold_constants again, CSE, dead code): the graph that
+  // graph() returns after a build, without compiling anything.
+  static Graph optimize(const Graph& g, const Target& target, const BuildOptions& options);
+
   // Runs the compiled graph: one array per graph input (checked against its name, shape and
   // dtype, as graph::interpret does); returns the outputs in order (fresh arrays). Safe to call
   // concurrently: each run has its own arena.
@@ -57,6 +63,18 @@ class CompiledGraph {
   // The kernels with their ops and schedules, and the memory totals.
   std::string summary() const;
 
+  // What the compiler made of each kernel, for `anvil inspect`. `kernel` names one (Kernel::name);
+  // an unknown name throws anvil::Error listing the kernels.
+  //   lowered_ir: the kernel's loop-level IR after lowering (its arguments, then the body);
+  //   llvm_ir: the optimized LLVM IR of one kernel (with its outlined parallel loops), or of the
+  //            whole module for an empty name; assembly: the whole module's. Both throw
+  //            anvil::Error for target c, which has no LLVM module;
+  //   c_source: the C source codegen::generate_c makes of every kernel (any target).
+  std::string lowered_ir(const std::string& kernel) const;
+  std::string llvm_ir(const std::string& kernel = "") const;
+  std::string assembly() const;
+  std::string c_source() const;
+
   size_t num_kernels() const { return kernels_.size(); }
   const Graph& graph() const { return graph_; }  // after the passes
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -67,7 +85,9 @@ class CompiledGraph {
     std::vector<ValueId> args;  // inputs, then outputs (every sink output)
     size_t num_inputs = 0;
     std::string schedule;  // which schedule was applied
+    double flops = 0;      // per call: the sum of node_flops over its nodes (flops.h)
   };
+  const std::vector<Kernel>& kernels() const { return kernels_; }
 
   // The model the in-process kernels make (what run() runs).
   const runtime::Model& model() const { return model_; }
@@ -77,6 +97,7 @@ class CompiledGraph {
   Target target_;
   MemoryPlan plan_;
   std::vector<Kernel> kernels_;
+  std::vector<ir::LoweredFunc> funcs_;           // one per kernel, in the same order
   std::shared_ptr<codegen::LLVMModule> module_;  // target llvm
   std::string c_library_;                        // target c: the compiled library's bytes
   static runtime::GraphProgram make_program(const CompiledGraph& cg);

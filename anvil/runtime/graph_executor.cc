@@ -1,6 +1,8 @@
 #include "anvil/runtime/graph_executor.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -119,6 +121,8 @@ void GraphProgram::validate(const std::string& origin) const {
              ", which it does not own");
     }
     if (!c.fn) fail("kernel " + c.kernel + " has no code");
+    if (!(c.flops >= 0) || std::isinf(c.flops))
+      fail("kernel " + c.kernel + " has a FLOP count of " + std::to_string(c.flops));
   }
 }
 
@@ -144,9 +148,11 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
   j["inputs"] = p.inputs;
   j["outputs"] = p.outputs;
   json calls = json::array();
-  for (const GraphProgram::Call& c : p.calls)
-    calls.push_back(
-        {{"kernel", c.kernel}, {"nodes", c.nodes}, {"args", c.args}, {"release", c.release}});
+  for (const GraphProgram::Call& c : p.calls) {
+    json jc = {{"kernel", c.kernel}, {"nodes", c.nodes}, {"args", c.args}, {"release", c.release}};
+    if (c.flops > 0) jc["flops"] = c.flops;  // optional: older readers ignore it
+    calls.push_back(jc);
+  }
   j["calls"] = calls;
   j["params"] = p.param_names;
   if (!params_file.name.empty())
@@ -222,6 +228,14 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
       c.nodes = jc.at("nodes").get<std::string>();
       c.args = jc.at("args").get<std::vector<int32_t>>();
       c.release = jc.at("release").get<std::vector<int32_t>>();
+      if (jc.contains("flops")) {
+        field += ".flops";
+        // A number (get<double> also takes integers); anything else is malformed.
+        if (!jc.at("flops").is_number())
+          throw ArtifactError("the program in '" + origin + "' is malformed at " + field +
+                              ": expected a number, got " + jc.at("flops").dump());
+        c.flops = jc.at("flops").get<double>();
+      }
       p.calls.push_back(std::move(c));
     }
     if (params_file) {
@@ -241,7 +255,10 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
   return p;
 }
 
-std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs) {
+std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                             std::vector<double>* call_seconds) {
+  using clock = std::chrono::steady_clock;
+  if (call_seconds) call_seconds->assign(p.calls.size(), 0.0);
   size_t n = p.slots.size();
   std::vector<DLTensor> views(n);
   std::vector<const DLTensor*> where(n, nullptr);
@@ -266,7 +283,8 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
     }
   }
   std::vector<const DLTensor*> args;
-  for (const GraphProgram::Call& c : p.calls) {
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const GraphProgram::Call& c = p.calls[i];
     args.clear();
     for (int32_t a : c.args) {
       if (!where[a]) {
@@ -275,9 +293,13 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
       }
       args.push_back(where[a]);
     }
+    clock::time_point start;
+    if (call_seconds) start = clock::now();
     if (c.fn(args.data(), static_cast<int32_t>(args.size()), nullptr) != 0)
       throw std::runtime_error("kernel " + c.kernel + " (" + c.nodes +
                                ") failed: " + AnvilGetLastError());
+    if (call_seconds)
+      (*call_seconds)[i] = std::chrono::duration<double>(clock::now() - start).count();
     for (int32_t r : c.release) {
       owned[r] = NDArray();
       where[r] = nullptr;

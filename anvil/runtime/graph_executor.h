@@ -33,6 +33,7 @@ struct GraphProgram {
     std::string nodes;             // the graph nodes it computes, for error messages
     std::vector<int32_t> args;     // slots
     std::vector<int32_t> release;  // kOwned slots no later call reads
+    double flops = 0;              // floating-point operations per call (0: unknown)
     AnvilKernel fn = nullptr;
   };
 
@@ -63,7 +64,10 @@ GraphProgram program_from_json(std::string_view json, const std::string& origin,
                                ParamsFile* params_file);
 
 // Runs `p` on `inputs` (one per p.inputs, already checked against the slots); returns the outputs.
-// Throws std::runtime_error naming the kernel and its nodes when a kernel fails.
-std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs);
+// Throws std::runtime_error naming the kernel and its nodes when a kernel fails. With
+// `call_seconds`, each call's wall time is written to it (one entry per p.calls); without it,
+// nothing is timed.
+std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                             std::vector<double>* call_seconds = nullptr);
 
 }  // namespace anvil::runtime

@@ -1,5 +1,6 @@
 #include "anvil/runtime/model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -135,8 +136,47 @@ int64_t Model::arena_bytes() const {
   return checked(state_).program.arena_bytes;
 }
 
+namespace {
+
+// The check run() and profile() make of their inputs: InputError naming what was expected.
+void check_inputs(const Model::State& s, const std::vector<NDArray>& inputs);
+
+}  // namespace
+
 std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs) const {
   const State& s = checked(state_);
+  check_inputs(s, inputs);
+  return execute(s.program, inputs);
+}
+
+std::vector<KernelProfile> Model::profile(const std::vector<NDArray>& inputs, int repeat) const {
+  const State& s = checked(state_);
+  if (repeat < 1)
+    throw std::invalid_argument("Model::profile: repeat must be at least 1, got " +
+                                std::to_string(repeat));
+  check_inputs(s, inputs);
+  const std::vector<GraphProgram::Call>& calls = s.program.calls;
+  execute(s.program, inputs);  // warm-up: first-touch of memory, caches, the thread pool
+  std::vector<std::vector<double>> times(calls.size());
+  std::vector<double> run_times;
+  for (int r = 0; r < repeat; ++r) {
+    execute(s.program, inputs, &run_times);
+    for (size_t i = 0; i < calls.size(); ++i) times[i].push_back(run_times[i]);
+  }
+  std::vector<KernelProfile> result;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::vector<double>& t = times[i];
+    std::sort(t.begin(), t.end());
+    size_t n = t.size();
+    double median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    result.push_back({calls[i].kernel, calls[i].nodes, median, calls[i].flops});
+  }
+  return result;
+}
+
+namespace {
+
+void check_inputs(const Model::State& s, const std::vector<NDArray>& inputs) {
   if (inputs.size() != s.inputs.size()) {
     std::string names;
     for (const TensorInfo& i : s.inputs) names += (names.empty() ? "'" : ", '") + i.name + "'";
@@ -152,8 +192,9 @@ std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs) const {
       throw InputError("input '" + want.name + "': expected " + expected + ", got " +
                        to_string(inputs[i].dtype()) + shape_str(inputs[i].shape()));
   }
-  return execute(s.program, inputs);
 }
+
+}  // namespace
 
 std::vector<NDArray> Model::run(const std::map<std::string, NDArray>& inputs) const {
   const State& s = checked(state_);

@@ -43,6 +43,14 @@ struct TensorInfo {
 
 struct GraphProgram;  // graph_executor.h
 
+// One kernel's time in Model::profile.
+struct KernelProfile {
+  std::string kernel;  // the symbol ("fused_3_conv2d_nchwc")
+  std::string nodes;   // the graph nodes it computes ("'conv1' (conv2d_nchwc), 'relu1' (relu)")
+  double median_seconds = 0;
+  double flops = 0;  // per call, as the compiler counted them (0: unknown)
+};
+
 class Model {
  public:
   // Loads `path` (with its parameter file beside it when the artifact keeps them apart).
@@ -64,6 +72,11 @@ class Model {
   std::vector<NDArray> run(const std::vector<NDArray>& inputs) const;
   // Inputs by name: every input exactly once, no unknown names.
   std::vector<NDArray> run(const std::map<std::string, NDArray>& inputs) const;
+
+  // Times every kernel: one untimed warm-up run, then `repeat` runs (at least 1) timing each
+  // kernel call; returns one entry per kernel call in program order with the median of its times.
+  // Inputs are checked as run() checks them; throws std::invalid_argument for repeat < 1.
+  std::vector<KernelProfile> profile(const std::vector<NDArray>& inputs, int repeat) const;
 
   struct State;  // opaque: the program and its input and output descriptions
 

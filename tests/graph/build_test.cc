@@ -194,5 +194,55 @@ TEST(Build, InputErrorsAndConcurrentRuns) {
   for (const auto& o : got) expect_close(o, want, "concurrent run");
 }
 
+// What `anvil inspect` shows: the optimized graph without compiling, and each kernel's loop IR,
+// LLVM IR, assembly and C source.
+TEST(Build, StagesOfEachKernel) {
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 8, 6, 6}, f32});
+  Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ValueId c =
+      g.add("conv", "conv2d", pads, {x, g.add_constant("w", random_array({16, 8, 3, 3}, 1))});
+  g.add_output(g.add("relu", "relu", Attrs(), {c}));
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  EXPECT_EQ(CompiledGraph::optimize(g, Target::host(), BuildOptions()).str(), cg.graph().str());
+
+  const CompiledGraph::Kernel* conv = nullptr;
+  for (const CompiledGraph::Kernel& k : cg.kernels())
+    if (k.name.find("conv2d") != std::string::npos) conv = &k;
+  ASSERT_NE(conv, nullptr) << cg.summary();
+  // 2 FLOP per tap of the direct convolution, one per element for the relu.
+  EXPECT_EQ(conv->flops, 2.0 * (16 * 36) * (8 * 9) + 16 * 36);
+  EXPECT_NE(cg.summary().find(" MFLOP"), std::string::npos) << cg.summary();
+
+  std::string lowered = cg.lowered_ir(conv->name);
+  EXPECT_EQ(lowered.find("// " + conv->name + ": 'conv' ("), 0u) << lowered;
+  EXPECT_NE(lowered.find(conv->name + "("), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("for ("), std::string::npos) << lowered;
+  std::string ir = cg.llvm_ir(conv->name);
+  EXPECT_NE(ir.find("define"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("@" + conv->name + "("), std::string::npos) << ir;
+  EXPECT_NE(cg.llvm_ir().find("target triple"), std::string::npos);
+  std::string assembly = cg.assembly();
+  EXPECT_NE(assembly.find(conv->name + ":"), std::string::npos);
+  EXPECT_NE(cg.c_source().find(conv->name), std::string::npos);
+
+  for (auto* stage : {+[](const CompiledGraph& x) { return x.lowered_ir("fused_99"); },
+                      +[](const CompiledGraph& x) { return x.llvm_ir("fused_99"); }}) {
+    try {
+      stage(cg);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no kernel named 'fused_99'"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(conv->name), std::string::npos) << e.what();
+    }
+  }
+  // Target c has no LLVM module; its C source is what it compiled.
+  CompiledGraph cc = CompiledGraph::build(g, Target::parse("c"), BuildOptions());
+  EXPECT_THROW(cc.llvm_ir(), Error);
+  EXPECT_THROW(cc.assembly(), Error);
+  EXPECT_NE(cc.c_source().find(conv->name), std::string::npos);
+  EXPECT_NE(cc.lowered_ir(cc.kernels().at(0).name).find("for ("), std::string::npos);
+}
+
 }  // namespace
 }  // namespace anvil::graph

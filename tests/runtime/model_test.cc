@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "anvil/models/models.h"
 #include "anvil/runtime/artifact.h"
 #include "anvil/runtime/c_model_api.h"
+#include "anvil/runtime/graph_executor.h"
 #include "anvil/support/error.h"
 #include "graph/passes_testing.h"
 
@@ -316,6 +318,72 @@ TEST(Model, ConcurrentRuns) {
     });
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], "thread");
+}
+
+// Every kernel timed, in program order, with the FLOPs the compiler counted carried through the
+// artifact: the fused conv + bias + relu of small_graph is 2 * (8*8*8 outputs) * (4*3*3 taps),
+// plus one per output for the bias and one for the relu.
+TEST(Model, ProfileTimesEveryKernel) {
+  Saved s = save_small();
+  Model m = Model::load(s.path.string());
+  std::vector<KernelProfile> p = m.profile(s.inputs, 3);
+  ASSERT_EQ(p.size(), m.num_kernels());
+  const double conv_kernel = 2.0 * 512 * 36 + 512 + 512;
+  int conv_kernels = 0;
+  double total = 0;
+  for (const KernelProfile& k : p) {
+    EXPECT_GT(k.median_seconds, 0) << k.kernel;
+    EXPECT_LT(k.median_seconds, 1) << k.kernel;
+    EXPECT_EQ(k.kernel.rfind("fused_", 0), 0u) << k.kernel;
+    EXPECT_FALSE(k.nodes.empty()) << k.kernel;
+    if (k.nodes.find("'conv' (") != std::string::npos) {
+      ++conv_kernels;
+      EXPECT_EQ(k.flops, conv_kernel) << k.kernel << ": " << k.nodes;
+    }
+    total += k.flops;
+  }
+  EXPECT_EQ(conv_kernels, 1);
+  // The second conv is 1x1, 8 -> 4 channels (2 * 256 * 8); neg is one per element.
+  EXPECT_EQ(total, conv_kernel + 2.0 * 256 * 8 + 256);
+
+  EXPECT_THROW(m.profile(s.inputs, 0), std::invalid_argument);
+  EXPECT_THROW(m.profile({random_array({1, 4, 8, 9}, 1)}, 1), InputError);
+  // The in-process model profiles the same kernels.
+  CompiledGraph cg = CompiledGraph::build(s.graph, Target::host(), graph::BuildOptions());
+  std::vector<KernelProfile> q = cg.model().profile(s.inputs, 1);
+  ASSERT_EQ(q.size(), p.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    EXPECT_EQ(q[i].kernel, p[i].kernel);
+    EXPECT_EQ(q[i].flops, p[i].flops);
+  }
+}
+
+// The FLOP count is an optional field of a call: written when known, absent (and read as 0) when
+// not, as in artifacts from before it existed; any other type is refused.
+TEST(Model, ProgramFlopsFieldIsOptional) {
+  GraphProgram p;
+  p.target = "llvm";
+  GraphProgram::Call c;
+  c.kernel = "fused_0_relu";
+  c.nodes = "'r' (relu)";
+  c.flops = 1234;
+  p.calls.push_back(c);
+  std::string json = program_to_json(p, {});
+  EXPECT_EQ(program_from_json(json, "with", nullptr).calls.at(0).flops, 1234);
+  std::string malformed =
+      std::regex_replace(json, std::regex("\"flops\": [0-9.e+]+"), "\"flops\": \"many\"");
+  ASSERT_NE(malformed, json);
+  try {
+    program_from_json(malformed, "bad.so", nullptr);
+    ADD_FAILURE() << "expected an ArtifactError";
+  } catch (const ArtifactError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("calls[0].flops"));
+    EXPECT_THAT(e.what(), HasSubstr("bad.so"));
+  }
+  p.calls[0].flops = 0;
+  json = program_to_json(p, {});
+  EXPECT_EQ(json.find("flops"), std::string::npos) << json;
+  EXPECT_EQ(program_from_json(json, "without", nullptr).calls.at(0).flops, 0);
 }
 
 TEST(Model, CApi) {

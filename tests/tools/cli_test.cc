@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
+#include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
 #include "frontend/onnx_model_builder.h"
 #include "tools/anvil/args.h"
@@ -110,6 +112,37 @@ TEST(CliArgs, WithExitCodeKeepsTheCodeOfTheFirstFailure) {
   }
 }
 
+// The profile table: slowest first, shares of the total, GFLOP/s and the fraction of the peak of
+// all threads, "-" where a kernel counts no FLOPs.
+TEST(CliArgs, ProfileTable) {
+  std::vector<runtime::KernelProfile> kernels = {
+      {"fused_0_layout_transform", "'t' (layout_transform)", 1e-3, 0},
+      {"fused_1_conv2d_nchwc", "'c' (conv2d_nchwc), 'r' (relu)", 3e-3, 6e6}};
+  graph::PeakFlops peak{1.0, 8, "avx2+fma"};
+  std::string table = profile_table(kernels, 7, 2, peak);
+  std::istringstream in(table);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u) << table;
+  EXPECT_EQ(lines[0], "profile: median of 7 runs after 1 warm-up, 2 threads");
+  for (const char* column : {"time (ms)", "share", "GFLOP/s", "of peak", "kernel", "nodes"})
+    EXPECT_NE(lines[1].find(column), std::string::npos) << lines[1];
+  // 6 MFLOP in 3 ms: 2 GFLOP/s, all of 2 threads x 1 GFLOP/s.
+  EXPECT_NE(lines[2].find("3.000    75.0%       2.0   100.0%  fused_1_conv2d_nchwc"),
+            std::string::npos)
+      << lines[2];
+  EXPECT_NE(lines[2].find("'c' (conv2d_nchwc), 'r' (relu)"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("1.000    25.0%         -        -  fused_0_layout_transform"),
+            std::string::npos)
+      << lines[3];
+  // The total: 6 MFLOP in 4 ms.
+  EXPECT_NE(lines[4].find("4.000   100.0%       1.5    75.0%  total"), std::string::npos)
+      << lines[4];
+  EXPECT_NE(lines[4].find("(2 kernels)"), std::string::npos) << lines[4];
+  EXPECT_EQ(lines[5],
+            "peak: 1.0 GFLOP/s per core x 2 threads (measured: avx2+fma fused multiply-adds)");
+}
+
 // ---- the executable
 
 struct Result {
@@ -165,14 +198,29 @@ TEST_F(Cli, HelpSucceeds) {
   Result r = anvil("--help");
   EXPECT_EQ(r.code, 0) << r.err;
   for (const char* cmd : {"compile", "run", "zoo"}) EXPECT_NE(r.out.find(cmd), std::string::npos);
+  EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
   r = anvil("compile --help");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("--input-shape"), std::string::npos) << r.out;
+  // Every command's help ends with an example of it.
+  for (const std::string cmd : {"", "compile", "run", "inspect", "zoo", "zoo list", "zoo export"}) {
+    r = anvil(cmd + " --help");
+    EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
+    EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("  anvil " + (cmd.empty() ? std::string("compile") : cmd)),
+              std::string::npos)
+        << cmd << ": " << r.out;
+  }
+  r = anvil("run --help");
+  EXPECT_NE(r.out.find("--profile"), std::string::npos) << r.out;
+  r = anvil("inspect --help");
+  for (const char* stage : {"graph", "optimized", "fused", "lowered", "llvm", "asm"})
+    EXPECT_NE(r.out.find(stage), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
-  expect_error("frobnicate", 1, {"unknown command 'frobnicate'", "compile, run, zoo"});
+  expect_error("frobnicate", 1, {"unknown command 'frobnicate'", "compile, run, inspect, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});
@@ -188,6 +236,14 @@ TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("run m.so --output-dir no/where", 1, {"--output-dir no/where"});
   expect_error("zoo", 1, {});
   expect_error("zoo export", 1, {"NAME"});
+  expect_error("inspect zoo:dqn", 1, {"--stage"});
+  expect_error("inspect zoo:dqn --stage nope", 1, {"--stage", "nope"});
+  expect_error("inspect zoo:dqn --stage graph --kernel fused_0", 1,
+               {"--kernel fused_0", "--stage graph", "lowered, llvm and asm"});
+  expect_error("inspect zoo:dqn --stage asm --target c", 1,
+               {"--stage asm", "target 'c", "--stage c"});
+  expect_error("inspect zoo:resnet99 --stage graph", 1, {"unknown zoo model 'resnet99'"});
+  expect_error("inspect missing.onnx --stage graph", 2, {"missing.onnx", "cannot open"});
 }
 
 TEST_F(Cli, UnknownZooModelsAreUsageErrorsListingTheKnownOnes) {
@@ -332,6 +388,36 @@ TEST_F(CliDqn, CompilesRunsAndRefusesBadInputsAndArtifacts) {
   }
   expect_error("run dqn.so --fill-mode twos", 1, {"--fill-mode"});
 
+  // --profile: a row per kernel with its nodes, the total and the measured peak.
+  r = anvil(
+      "run dqn.so --input state=state.npy --output-dir prof --profile --repeat 3 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("profile: median of 3 runs after 1 warm-up, 1 thread\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s per core x 1 thread (measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote prof/q_values.npy"), std::string::npos) << r.out;
+  expect_close(runtime::load_npy(path("prof/q_values.npy")), *reference_, "dqn profiled");
+  {
+    runtime::Model m = runtime::Model::load(path("dqn.so"));
+    std::vector<runtime::KernelProfile> kernels =
+        m.profile({runtime::load_npy(path("state.npy"))}, 1);
+    EXPECT_NE(r.out.find("  total "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(" + std::to_string(kernels.size()) + " kernels)"), std::string::npos)
+        << r.out;
+    for (const runtime::KernelProfile& k : kernels) {
+      size_t at = r.out.find("  " + k.kernel + " ");
+      ASSERT_NE(at, std::string::npos) << k.kernel << "\n" << r.out;
+      std::string line = r.out.substr(r.out.rfind('\n', at) + 1);
+      line = line.substr(0, line.find('\n'));
+      EXPECT_NE(line.find(k.nodes), std::string::npos) << line;
+      // Convolutions and dense layers have a rate and a fraction of the peak.
+      if (k.kernel.find("conv") != std::string::npos ||
+          k.kernel.find("dense") != std::string::npos) {
+        EXPECT_NE(line.find("%"), line.rfind("%")) << line;
+      }
+    }
+  }
+
   // Wrong inputs: each names the option, the input and what the model expects.
   expect_error("run dqn.so --input image=state.npy", 2,
                {"--input image=state.npy", "no input 'image'", "'state' float32[1, 4, 84, 84]"});
@@ -360,6 +446,78 @@ TEST_F(CliDqn, CompilesRunsAndRefusesBadInputsAndArtifacts) {
   expect_error("run truncated.so --input state=state.npy", 2, {"truncated.so"});
   write(path("garbage.so"), "definitely not a shared library");
   expect_error("run garbage.so --input state=state.npy", 2, {"garbage.so"});
+}
+
+// ---- inspect
+
+// The kernels `inspect --stage fused` lists ("  fused_1_conv2d_nchwc: conv2d_nchwc, ...").
+std::vector<std::string> kernel_names(const std::string& fused) {
+  std::vector<std::string> names;
+  std::istringstream in(fused);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  fused_", 0) == 0) names.push_back(line.substr(2, line.find(':') - 2));
+  return names;
+}
+
+TEST_F(Cli, InspectsTheGraphBeforeAndAfterThePasses) {
+  Result r = anvil("inspect zoo:dqn --stage graph");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("input %state: float32[1, 4, 84, 84]\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" = conv2d(%state, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" = dense("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outputs %q_values"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nchwc"), std::string::npos) << r.out;
+
+  r = anvil("inspect zoo:dqn --stage optimized");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(" = layout_transform(%state)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conv2d_nchwc("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("_pack_weight: float32["), std::string::npos) << r.out;
+  r = anvil("inspect zoo:dqn --stage optimized --no-layout");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("nchwc"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, InspectsTheKernelsAndTheirLoopIr) {
+  Result r = anvil("inspect zoo:dqn --stage fused");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> names = kernel_names(r.out);
+  ASSERT_GE(names.size(), 4u) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(names.size()) + " kernels\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conv2d_nchwc schedule]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" MFLOP\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory: "), std::string::npos) << r.out;
+  auto conv = std::find_if(names.begin(), names.end(), [](const std::string& n) {
+    return n.find("conv2d_nchwc") != std::string::npos;
+  });
+  ASSERT_NE(conv, names.end()) << r.out;
+
+  r = anvil("inspect zoo:dqn --stage lowered --kernel " + *conv);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("// " + *conv + ": 'conv", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("parallel for ("), std::string::npos) << r.out;
+  for (const std::string& other : names)
+    if (other != *conv) {
+      EXPECT_EQ(r.out.find(other), std::string::npos) << other;
+    }
+
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  expect_error("inspect zoo:dqn --stage lowered --kernel fused_99_nothing", 1,
+               {"--kernel fused_99_nothing", "no kernel of that name", list});
+}
+
+TEST_F(Cli, InspectsLlvmIrAndAssembly) {
+  Result r = anvil("inspect zoo:dqn --stage llvm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("target triple"), std::string::npos);
+  EXPECT_NE(r.out.find("define "), std::string::npos);
+  EXPECT_NE(r.out.find(" x float>"), std::string::npos);  // vectorized
+  r = anvil("inspect zoo:dqn --stage asm --kernel fused_0_layout_transform");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("fused_0_layout_transform:\n", 0), 0u) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("AnvilCheckArgCount"), std::string::npos);
+  EXPECT_EQ(r.out.find("fused_1_"), std::string::npos);
 }
 
 // An ONNX model with a symbolic batch, bound on the command line, compiled without fusion or

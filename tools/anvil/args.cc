@@ -83,4 +83,55 @@ LatencyStats latency_stats(std::vector<double> ms) {
   return s;
 }
 
+std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs, int threads,
+                          const graph::PeakFlops& peak) {
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const runtime::KernelProfile& a, const runtime::KernelProfile& b) {
+                     return a.median_seconds > b.median_seconds;
+                   });
+  double total_s = 0, total_flops = 0;
+  size_t width = 6;
+  for (const runtime::KernelProfile& k : kernels) {
+    total_s += k.median_seconds;
+    total_flops += k.flops;
+    width = std::max(width, k.kernel.size());
+  }
+  const double peak_gflops = peak.gflops_per_core * threads;
+  std::string out;
+  char line[512];
+  auto row = [&](double seconds, double flops, const std::string& name, const std::string& nodes) {
+    std::string rate = "-", fraction = "-";
+    if (flops > 0 && seconds > 0) {
+      char buf[64];
+      double gflops = flops / seconds / 1e9;
+      std::snprintf(buf, sizeof buf, "%.1f", gflops);
+      rate = buf;
+      if (peak_gflops > 0) {
+        std::snprintf(buf, sizeof buf, "%.1f%%", 100 * gflops / peak_gflops);
+        fraction = buf;
+      }
+    }
+    std::snprintf(line, sizeof line, "%10.3f %7.1f%% %9s %8s  %-*s", seconds * 1e3,
+                  total_s > 0 ? 100 * seconds / total_s : 0.0, rate.c_str(), fraction.c_str(),
+                  static_cast<int>(width), name.c_str());
+    out += line;
+    out += nodes.empty() ? "" : "  " + nodes;
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  };
+  std::snprintf(line, sizeof line, "profile: median of %d runs after 1 warm-up, %d %s\n", runs,
+                threads, threads == 1 ? "thread" : "threads");
+  out += line;
+  std::snprintf(line, sizeof line, "%10s %8s %9s %8s  %-*s  %s\n", "time (ms)", "share", "GFLOP/s",
+                "of peak", static_cast<int>(width), "kernel", "nodes");
+  out += line;
+  for (const runtime::KernelProfile& k : kernels) row(k.median_seconds, k.flops, k.kernel, k.nodes);
+  row(total_s, total_flops, "total", "(" + std::to_string(kernels.size()) + " kernels)");
+  std::snprintf(
+      line, sizeof line, "peak: %.1f GFLOP/s per core x %d %s (measured: %s fused multiply-adds)\n",
+      peak.gflops_per_core, threads, threads == 1 ? "thread" : "threads", peak.isa.c_str());
+  out += line;
+  return out;
+}
+
 }  // namespace anvil::cli

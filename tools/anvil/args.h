@@ -8,6 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "anvil/graph/flops.h"
+#include "anvil/runtime/model.h"
+
 namespace anvil::cli {
 
 // The exit codes (main.cc says which failure maps to which).
@@ -76,5 +79,11 @@ struct LatencyStats {
 };
 // Median (mean of the two middle values for an even count), min and max. Needs one sample.
 LatencyStats latency_stats(std::vector<double> ms);
+
+// The table of `anvil run --profile`: one row per kernel, slowest first, with its median time,
+// share of the total, GFLOP/s and fraction of the peak of `threads` cores ("-" for a kernel that
+// counts no FLOPs: data movement), the total, and the peak it was compared with.
+std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs, int threads,
+                          const graph::PeakFlops& peak);
 
 }  // namespace anvil::cli

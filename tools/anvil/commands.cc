@@ -8,10 +8,12 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/frontend/onnx/importer.h"
 #include "anvil/graph/build.h"
+#include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/model.h"
@@ -259,7 +261,21 @@ void run_command(const RunOptions& o) {
     }
   };
   std::vector<runtime::NDArray> outputs = run_once();
-  if (o.repeat > 0) {
+  if (o.profile) {
+    const int runs = o.repeat > 0 ? o.repeat : 10;
+    std::vector<runtime::NDArray> ordered;
+    for (const runtime::TensorInfo& t : model.inputs()) ordered.push_back(inputs.at(t.name));
+    std::vector<runtime::KernelProfile> kernels;
+    try {
+      kernels = model.profile(ordered, runs);
+    } catch (const runtime::InputError& e) {
+      throw CliError(kBadInput, e.what());
+    } catch (const std::exception& e) {
+      throw CliError(kRuntime, "profiling " + o.model + ": " + e.what());
+    }
+    std::cout << profile_table(kernels, runs, AnvilGetNumThreads(), graph::measured_peak());
+    std::cout.flush();
+  } else if (o.repeat > 0) {
     std::vector<double> ms;
     for (int i = 0; i < o.repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
@@ -288,6 +304,88 @@ void run_command(const RunOptions& o) {
     std::cout << "wrote " << file << " (" << runtime::to_string(outputs[i].dtype())
               << dims_string(outputs[i].shape()) << ")\n";
   }
+}
+
+std::vector<std::string> inspect_stages() {
+  return {"graph", "optimized", "fused", "lowered", "llvm", "asm", "c"};
+}
+
+namespace {
+
+// The assembly of one function of `module_asm` and of its outlined parallel loops: each from its
+// label to its .size directive (labels of local blocks and constants start with ".L").
+std::string function_assembly(const std::string& module_asm, const std::string& name) {
+  std::istringstream in(module_asm);
+  std::string line, out;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '.' && line[0] != '\t' && line[0] != ' ' &&
+        line.back() == ':') {
+      std::string label = line.substr(0, line.size() - 1);
+      inside = label == name || label.rfind(name + ".parallel", 0) == 0;
+    }
+    if (inside) out += line + "\n";
+    if (line.rfind("\t.size", 0) == 0) inside = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+void inspect_command(const InspectOptions& o) {
+  const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
+                                       [&] { return Target::parse(o.target); });
+  const std::string& stage = o.stage;
+  const bool per_kernel = stage == "lowered" || stage == "llvm" || stage == "asm";
+  if (!o.kernel.empty() && !per_kernel)
+    usage_error("--kernel " + o.kernel + ": --stage " + stage +
+                " shows the whole model (--kernel applies to --stage lowered, llvm and asm)");
+  if ((stage == "llvm" || stage == "asm") && target.kind == Target::Kind::kC)
+    usage_error("--stage " + stage + ": target '" + target.str() +
+                "' compiles C, not LLVM IR (--stage c prints its source)");
+
+  CompileOptions load;
+  load.model = o.model;
+  load.input_shapes = o.input_shapes;
+  graph::Graph g = load_model(load);
+  if (stage == "graph") {
+    std::cout << g.str();
+    return;
+  }
+  graph::BuildOptions build;
+  build.fuse = !o.no_fuse;
+  build.alter_layout = !o.no_layout;
+  const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
+  if (stage == "optimized") {
+    std::cout << with_exit_code(
+        kCompile, what, [&] { return graph::CompiledGraph::optimize(g, target, build).str(); });
+    return;
+  }
+  graph::CompiledGraph cg =
+      with_exit_code(kCompile, what, [&] { return graph::CompiledGraph::build(g, target, build); });
+  std::vector<std::string> names;
+  for (const graph::CompiledGraph::Kernel& k : cg.kernels()) names.push_back(k.name);
+  if (!o.kernel.empty() && std::find(names.begin(), names.end(), o.kernel) == names.end()) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    usage_error("--kernel " + o.kernel + ": " + o.model + " has no kernel of that name (its " +
+                std::to_string(names.size()) + " kernels: " + list + ")");
+  }
+  std::vector<std::string> selected = o.kernel.empty() ? names : std::vector{o.kernel};
+  with_exit_code(kCompile, what, [&] {
+    if (stage == "fused") {
+      std::cout << cg.summary();
+    } else if (stage == "lowered") {
+      for (size_t i = 0; i < selected.size(); ++i)
+        std::cout << (i ? "\n" : "") << cg.lowered_ir(selected[i]);
+    } else if (stage == "llvm") {
+      std::cout << cg.llvm_ir(o.kernel);
+    } else if (stage == "asm") {
+      std::cout << (o.kernel.empty() ? cg.assembly() : function_assembly(cg.assembly(), o.kernel));
+    } else if (stage == "c") {
+      std::cout << cg.c_source();
+    }
+  });
 }
 
 void zoo_list_command() {

@@ -25,10 +25,24 @@ struct RunOptions {
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::string fill_mode;            // "", "zeros", "ones" or "random": inputs not given
   std::string output_dir = ".";
-  int repeat = 0;   // timed runs after one warm-up (0: one run, untimed)
-  int threads = 0;  // 0: the runtime's default
+  int repeat = 0;        // timed runs after one warm-up (0: one run, untimed)
+  int threads = 0;       // 0: the runtime's default
+  bool profile = false;  // time each kernel (median over `repeat` runs, 10 when not given)
 };
 void run_command(const RunOptions& options);
+
+struct InspectOptions {
+  std::string model;   // an ONNX file, or zoo:NAME
+  std::string stage;   // graph, optimized, fused, lowered, llvm, asm or c
+  std::string kernel;  // lowered, llvm, asm: only this kernel
+  std::string target = "llvm";
+  std::vector<std::string> input_shapes;  // NAME=DIMS
+  bool no_fuse = false;
+  bool no_layout = false;
+};
+void inspect_command(const InspectOptions& options);
+// The stages `inspect --stage` takes, in pipeline order.
+std::vector<std::string> inspect_stages();
 
 void zoo_list_command();
 

@@ -1,20 +1,25 @@
 // The `anvil` command line: compile a model (an ONNX file or a built-in one) into model.so, run a
-// compiled model on .npy inputs, list and export the built-in models.
+// compiled model on .npy inputs (and profile its kernels), inspect what the compiler makes of a
+// model at each stage, list and export the built-in models. Every command's --help ends with an
+// example.
 //
 // Exit codes, and which failure maps to which:
 //   0  success (and --help).
 //   1  usage error: anything CLI11 rejects (unknown option or command, missing argument, a
 //      --repeat or --threads below 1), a malformed option value (--input-shape not NAME=DIMS,
 //      --input not NAME=FILE, a --target that anvil::Target::parse refuses, a --print-after that
-//      names no pass), an unknown zoo model name, an output path whose directory does not exist.
+//      names no pass), an unknown zoo model name, an output path whose directory does not exist;
+//      for `inspect`, a --stage it does not know, a --kernel the model does not have (the message
+//      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for target c.
 //   2  bad input or model: a missing, malformed or truncated ONNX file, an op the importer does
 //      not map or a symbolic dimension left unbound (every anvil::Error out of import_onnx), an
 //      --input-shape that a zoo model's static shape contradicts; for `run`, a model.so that is not
 //      a valid artifact (runtime::ArtifactError, or anything else Model::load throws), a bad .npy
 //      (load_npy), an input that the model does not have, lacks, or whose shape or dtype differs
 //      (checked here, and runtime::InputError out of Model::run).
-//   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save, and out
-//      of export_onnx for `zoo export`: the model was valid, Anvil could not compile it.
+//   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save (and the
+//      inspected stages), and out of export_onnx for `zoo export`: the model was valid, Anvil
+//      could not compile it.
 //   4  runtime error: any other exception out of Model::run (a kernel returned an error), or an
 //      output .npy that cannot be written.
 // The phase an error happens in decides its code (tools/anvil/commands.cc wraps each phase with
@@ -81,6 +86,11 @@ int main(int argc, char** argv) {
   c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
       ->required()
       ->type_name("FILE");
+  c->footer(
+      "Examples:\n"
+      "  anvil compile zoo:resnet18 -o resnet18.so\n"
+      "  anvil compile model.onnx --input-shape data=1x3x224x224 --target 'llvm -mcpu=znver3' "
+      "-o model.so");
 
   RunOptions run;
   CLI::App* r = app.add_subcommand("run", "Run a compiled model on .npy inputs");
@@ -96,12 +106,48 @@ int main(int argc, char** argv) {
   r->add_option("--output-dir", run.output_dir, "Where <output name>.npy files go")
       ->capture_default_str()
       ->type_name("DIR");
-  r->add_option("--repeat", run.repeat, "Time N runs after one warm-up; print the median")
+  r->add_option("--repeat", run.repeat,
+                "Time N runs after one warm-up; print the median (with --profile: per kernel)")
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
   r->add_option("--threads", run.threads, "Threads the kernels use")
       ->type_name("T")
       ->check(CLI::Range(1, 4096));
+  r->add_flag("--profile", run.profile,
+              "Time each kernel (median of --repeat runs, default 10): time, share, GFLOP/s and "
+              "fraction of the measured peak, slowest first");
+  r->footer(
+      "Examples:\n"
+      "  anvil run resnet18.so --input data=image.npy --output-dir out\n"
+      "  anvil run resnet18.so --fill-mode random --profile --repeat 20 --threads 2");
+
+  InspectOptions inspect;
+  CLI::App* in = app.add_subcommand("inspect", "Show what the compiler makes of a model, by stage");
+  in->add_option("MODEL", inspect.model, "An ONNX file, or zoo:NAME for a built-in model")
+      ->required();
+  in->add_option("--stage", inspect.stage,
+                 "graph (as imported), optimized (after the graph passes), fused (the kernels "
+                 "and their schedules), lowered (loop IR), llvm (LLVM IR), asm (assembly), c (the "
+                 "C source of the kernels)")
+      ->required()
+      ->type_name("STAGE")
+      ->check(CLI::IsMember(inspect_stages()));
+  in->add_option("--kernel", inspect.kernel, "Only this kernel (lowered, llvm, asm)")
+      ->type_name("NAME");
+  in->add_option("--target", inspect.target, "What to compile for (as for compile)")
+      ->capture_default_str()
+      ->type_name("TARGET");
+  in->add_option("--input-shape", inspect.input_shapes,
+                 "Bind an input's shape, NAME=DIMS; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=DIMS");
+  in->add_flag("--no-fuse", inspect.no_fuse, "One kernel per operator");
+  in->add_flag("--no-layout", inspect.no_layout, "Keep convolutions in NCHW");
+  in->footer(
+      "Examples:\n"
+      "  anvil inspect zoo:dqn --stage fused\n"
+      "  anvil inspect zoo:dqn --stage lowered --kernel fused_0_layout_transform\n"
+      "  anvil inspect model.onnx --input-shape data=1x3x224x224 --stage asm");
 
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
@@ -111,6 +157,15 @@ int main(int argc, char** argv) {
   ze->add_option("NAME", zoo_export.name, "The model's name (anvil zoo list)")->required();
   ze->add_option("-o,--output", zoo_export.output, "The ONNX file (default NAME.onnx)")
       ->type_name("FILE");
+  zoo->footer("Examples:\n  anvil zoo list\n  anvil zoo export resnet18 -o resnet18.onnx");
+  zoo->get_subcommand("list")->footer("Example:\n  anvil zoo list");
+  ze->footer("Example:\n  anvil zoo export dqn -o dqn.onnx");
+  app.footer(
+      "Examples:\n"
+      "  anvil compile zoo:resnet18 -o resnet18.so\n"
+      "  anvil run resnet18.so --fill-mode random --repeat 20\n"
+      "  anvil inspect zoo:dqn --stage fused\n"
+      "Run 'anvil COMMAND --help' for a command's options.");
 
   std::string unknown = argc > 1 ? unknown_command(app, argv[1]) : "";
   if (unknown.empty() && argc > 2 && std::string(argv[1]) == "zoo")
@@ -133,6 +188,8 @@ int main(int argc, char** argv) {
       compile_command(compile);
     } else if (r->parsed()) {
       run_command(run);
+    } else if (in->parsed()) {
+      inspect_command(inspect);
     } else if (zoo->got_subcommand("list")) {
       zoo_list_command();
     } else if (ze->parsed()) {
