@@ -1,5 +1,5 @@
-// Floating-point operation counts of graph nodes, and the machine's measured peak: the two halves
-// of "GFLOP/s and fraction of peak" in `anvil run --profile` and the benchmarks.
+// Floating-point operation counts of graph nodes: with the measured peak (anvil/target/peak.h), the
+// two halves of "GFLOP/s and fraction of peak" in `anvil run --profile` and the benchmarks.
 //
 // The count is the arithmetic the operator defines, from its input and output types and
 // attributes, never what a particular kernel happens to execute:
@@ -39,15 +39,5 @@ double op_flops(const std::string& op, const std::vector<ops::TensorType>& input
 double node_flops(const Graph& g, NodeId n);
 // The sum over every node.
 double graph_flops(const Graph& g);
-
-// The measured FP32 peak of one core of this machine, in GFLOP/s: independent chains of fused
-// multiply-adds in the widest vectors the CPU has (see flops.cc for the method). Measured once per
-// process (about 20 ms), then cached.
-struct PeakFlops {
-  double gflops_per_core = 0;
-  int lanes = 1;    // floats per vector the measurement used
-  std::string isa;  // "avx512f", "avx2+fma" or "scalar"
-};
-const PeakFlops& measured_peak();
 
 }  // namespace anvil::graph

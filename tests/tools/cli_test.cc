@@ -118,7 +118,7 @@ TEST(CliArgs, ProfileTable) {
   std::vector<runtime::KernelProfile> kernels = {
       {"fused_0_layout_transform", "'t' (layout_transform)", 1e-3, 0},
       {"fused_1_conv2d_nchwc", "'c' (conv2d_nchwc), 'r' (relu)", 3e-3, 6e6}};
-  graph::PeakFlops peak{1.0, 8, "avx2+fma"};
+  PeakFlops peak{1.0, 8, "avx2+fma"};
   std::string table = profile_table(kernels, 7, 2, peak);
   std::istringstream in(table);
   std::vector<std::string> lines;
@@ -558,6 +558,33 @@ TEST_F(Cli, CompilesAndRunsAnOnnxModelWithABoundInputShape) {
   // Without its parameter file the artifact is refused.
   fs::rename(path("mm.safetensors"), path("moved.safetensors"));
   expect_error("run mm.so --input x=x.npy", 2, {"mm.safetensors"});
+}
+
+// --tuning-records is accepted (tuning is not implemented yet): the file must exist and hold one
+// JSON record per line; the records are counted, none is applied.
+TEST_F(Cli, TuningRecordsAreReadButNotApplied) {
+  anvil::testing::OnnxModel m(13);
+  m.input("x", {2, 3});
+  m.init_floats("w", {3, 2}, {1, -2, 0.5f, 3, -1, 0.25f});
+  m.node("MatMul", {"x", "w"}, {"y"}, "matmul");
+  m.output("y");
+  write(path("tr.onnx"), m.bytes());
+  expect_error("compile tr.onnx --tuning-records missing.json -o tr.so", 2,
+               {"--tuning-records", "missing.json"});
+  write(path("bad.json"), "{\"op\": \"dense\"}\n{\"op\": \n");
+  expect_error("compile tr.onnx --tuning-records bad.json -o tr.so", 2, {"bad.json", "line 2"});
+  write(path("array.json"), "{\"op\": \"dense\"}\n\n[1, 2]\n");
+  expect_error("compile tr.onnx --tuning-records array.json -o tr.so", 2,
+               {"array.json", "line 3", "not a record"});
+  EXPECT_FALSE(fs::exists(path("tr.so")));
+
+  write(path("records.json"), "{\"op\": \"dense\", \"config\": [1, 2]}\n\n{\"op\": \"conv2d\"}\n");
+  Result c = anvil("compile tr.onnx --tuning-records records.json -o tr.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tuning records: 2 read, none applied (tuning is not implemented yet)"),
+            std::string::npos)
+      << c.out;
+  EXPECT_TRUE(fs::is_regular_file(path("tr.so")));
 }
 
 // `zoo export` writes an ONNX file that compiles and runs to the zoo model's own output.

@@ -3,11 +3,45 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace anvil::cli {
 
 void usage_error(const std::string& message) {
   throw CliError(kUsage, message);
+}
+
+int count_tuning_records(const std::string& file) {
+  const std::string what = "--tuning-records " + file;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw CliError(kBadInput, what + ": no such file");
+  if (std::filesystem::is_directory(file, ec))
+    throw CliError(kBadInput, what + ": is a directory, not a file of tuning records");
+  std::ifstream in(file);
+  if (!in) throw CliError(kBadInput, what + ": cannot be opened for reading");
+  int records = 0;
+  int line_number = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw CliError(kBadInput, what + ": line " + std::to_string(line_number) +
+                                    " is not a JSON record (" + e.what() + ")");
+    }
+    if (!record.is_object())
+      throw CliError(kBadInput, what + ": line " + std::to_string(line_number) +
+                                    " is JSON but not a record (expected an object, got " +
+                                    record.type_name() + ")");
+    ++records;
+  }
+  if (in.bad()) throw CliError(kBadInput, what + ": read error");
+  return records;
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& option) {
@@ -84,7 +118,7 @@ LatencyStats latency_stats(std::vector<double> ms) {
 }
 
 std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs, int threads,
-                          const graph::PeakFlops& peak) {
+                          const PeakFlops& peak) {
   std::stable_sort(kernels.begin(), kernels.end(),
                    [](const runtime::KernelProfile& a, const runtime::KernelProfile& b) {
                      return a.median_seconds > b.median_seconds;

@@ -10,6 +10,7 @@
 
 #include "anvil/graph/flops.h"
 #include "anvil/runtime/model.h"
+#include "anvil/target/peak.h"
 
 namespace anvil::cli {
 
@@ -66,6 +67,12 @@ std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::stri
 // ('/', NUL) and a leading '.' replaced by '_'.
 std::string output_file(const std::string& dir, const std::string& name);
 
+// The tuning records of `--tuning-records FILE`: one JSON object per line (blank lines skipped).
+// Returns how many were read. Throws CliError(kBadInput) naming the file when it cannot be opened
+// or read, and naming the file and line number when a line is not a JSON object. Tuning is not
+// implemented yet: the records are only read.
+int count_tuning_records(const std::string& file);
+
 // "[1, 3, 224, 224]".
 std::string dims_string(const std::vector<int64_t>& dims);
 
@@ -84,6 +91,6 @@ LatencyStats latency_stats(std::vector<double> ms);
 // share of the total, GFLOP/s and fraction of the peak of `threads` cores ("-" for a kernel that
 // counts no FLOPs: data movement), the total, and the peak it was compared with.
 std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs, int threads,
-                          const graph::PeakFlops& peak);
+                          const PeakFlops& peak);
 
 }  // namespace anvil::cli

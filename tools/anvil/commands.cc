@@ -18,6 +18,7 @@
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
+#include "anvil/target/peak.h"
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
 
@@ -130,6 +131,11 @@ void compile_command(const CompileOptions& o) {
   for (const std::string& p : o.print_after)
     if (p == "alter_layout" && o.no_layout)
       usage_error("--print-after alter_layout: the pass does not run with --no-layout");
+  if (!o.tuning_records.empty()) {
+    const int records = count_tuning_records(o.tuning_records);
+    std::cout << "tuning records: " << records
+              << " read, none applied (tuning is not implemented yet)\n";
+  }
 
   graph::Graph g = load_model(o);
 
@@ -273,7 +279,7 @@ void run_command(const RunOptions& o) {
     } catch (const std::exception& e) {
       throw CliError(kRuntime, "profiling " + o.model + ": " + e.what());
     }
-    std::cout << profile_table(kernels, runs, AnvilGetNumThreads(), graph::measured_peak());
+    std::cout << profile_table(kernels, runs, AnvilGetNumThreads(), measured_peak());
     std::cout.flush();
   } else if (o.repeat > 0) {
     std::vector<double> ms;

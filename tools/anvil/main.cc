@@ -11,7 +11,8 @@
 //      names no pass), an unknown zoo model name, an output path whose directory does not exist;
 //      for `inspect`, a --stage it does not know, a --kernel the model does not have (the message
 //      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for target c.
-//   2  bad input or model: a missing, malformed or truncated ONNX file, an op the importer does
+//   2  bad input or model: a missing, malformed or truncated ONNX file, a --tuning-records file
+//      that is missing, unreadable or has a line that is not a JSON object, an op the importer does
 //      not map or a symbolic dimension left unbound (every anvil::Error out of import_onnx), an
 //      --input-shape that a zoo model's static shape contradicts; for `run`, a model.so that is not
 //      a valid artifact (runtime::ArtifactError, or anything else Model::load throws), a bad .npy
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->type_name("PASS")
       ->check(CLI::IsMember(printable_passes()));
+  c->add_option("--tuning-records", compile.tuning_records,
+                "Tuning records, one JSON record per line (read and counted; tuning is not "
+                "implemented yet, so none is applied)")
+      ->type_name("FILE");
   c->add_flag("-v,--verbose", compile.verbose, "Print the kernels and the memory plan");
   c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
       ->required()
