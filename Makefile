@@ -4,8 +4,9 @@
 #   make build            set up and build build/ (Release); binaries in build/bin/
 #   make test             ... then run the whole suite through ctest
 #   make test SANITIZE=1  the same in build-san/ with ASan + UBSan (clang)
-#   make run              the main job (the most complete end-to-end demo so far)
-#   make bench            set up, build and run every benchmark
+#   make run              the main job: ResNet-18 compiled, run, and timed against ONNX Runtime
+#   make bench            set up, build and run every benchmark (anvil bench against ONNX Runtime
+#                         and PyTorch; its baselines are installed by scripts/setup_bench.sh)
 #   make format           clang-format every source file
 
 JOBS ?= $(shell nproc)
@@ -18,10 +19,18 @@ else
   CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release
 endif
 
-.PHONY: setup configure build test run bench format clean
+BENCH_DEPS := $(BUILD_DIR)/bench-deps
+BENCH_OUT := $(BUILD_DIR)/bench
+
+.PHONY: setup bench-setup configure build test run bench format clean
 
 setup:
 	@./scripts/setup.sh
+
+# The baselines of `anvil bench` (ONNX Runtime from npm into $(BENCH_DEPS), PyTorch, gnuplot):
+# make run and make bench need them, make test does not.
+bench-setup:
+	@./scripts/setup_bench.sh $(BENCH_DEPS)
 
 $(BUILD_DIR)/build.ninja: | setup
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS)
@@ -35,19 +44,26 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # The end-to-end path: the kernel demo, then the built-in ResNet-18 compiled into one artifact,
-# run by `anvil run` (median latency) and by the C example that links only the runtime.
-run: build
+# run by `anvil run` (top classes, median latency) and by the C example that links only the
+# runtime, and timed against ONNX Runtime in one run (anvil bench: blocks of runs alternate).
+run: build bench-setup
 	./$(BUILD_DIR)/bin/anvil_demo
 	@mkdir -p $(BUILD_DIR)/demo
 	./$(BUILD_DIR)/bin/anvil compile zoo:resnet18 --target llvm -o $(BUILD_DIR)/demo/resnet18.so
 	./$(BUILD_DIR)/bin/anvil run $(BUILD_DIR)/demo/resnet18.so --fill-mode random \
-	  --output-dir $(BUILD_DIR)/demo --repeat 20
+	  --output-dir $(BUILD_DIR)/demo --repeat 20 --top 5
 	./$(BUILD_DIR)/bin/run_model $(BUILD_DIR)/demo/resnet18.so
+	./$(BUILD_DIR)/bin/anvil bench resnet18 --threads 1 --baselines onnxruntime
 
-# bench_ops (Anvil against oneDNN, layer by layer) runs with the perturbed shapes too.
-bench: build
+# bench_ops (Anvil against oneDNN, layer by layer) runs with the perturbed shapes too; then the
+# paper's comparison: the five workloads against ONNX Runtime and PyTorch at 1 and 2 threads, with
+# the fusion and layout ablation, as a table, $(BENCH_OUT)/summary.json and $(BENCH_OUT)/speedup.png.
+bench: build bench-setup
 	@for b in $(BUILD_DIR)/bin/bench_*; do echo "== $$b"; \
 	  case $$b in */bench_ops) $$b --perturbed || exit 1;; *) $$b || exit 1;; esac; done
+	@mkdir -p $(BENCH_OUT)
+	./$(BUILD_DIR)/bin/anvil bench --threads 1,2 --ablation \
+	  --summary-json $(BENCH_OUT)/summary.json --chart $(BENCH_OUT)/speedup.png
 
 format:
 	clang-format-14 -i $$(git ls-files '*.h' '*.cc')

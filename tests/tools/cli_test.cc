@@ -21,11 +21,10 @@
 #include "anvil/runtime/npy.h"
 #include "frontend/onnx_model_builder.h"
 #include "tools/anvil/args.h"
+#include "tools/cli_fixture.h"
 
 namespace anvil::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 // ---- the parsing helpers
 
@@ -145,55 +144,6 @@ TEST(CliArgs, ProfileTable) {
 
 // ---- the executable
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-class Cli : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    std::string pattern = (fs::temp_directory_path() / "anvil_cli_test_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = new fs::path(pattern);
-  }
-  static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
-  static std::string path(const std::string& name) { return (*dir_ / name).string(); }
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  static void write(const std::string& p, const std::string& bytes) {
-    std::ofstream(p, std::ios::binary) << bytes;
-  }
-  // Runs `anvil ARGS` in the temporary directory (ARGS as a shell would split them).
-  static Result anvil(const std::string& args) {
-    std::string cmd =
-        "cd '" + dir_->string() + "' && '" + ANVIL_CLI_PATH + "' " + args + " > cli.out 2> cli.err";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read(path("cli.out"));
-    r.err = read(path("cli.err"));
-    return r;
-  }
-  // Expects exit code `code` with an "anvil: error: " message holding every one of `parts`.
-  static void expect_error(const std::string& args, int code,
-                           const std::vector<std::string>& parts) {
-    SCOPED_TRACE("anvil " + args);
-    Result r = anvil(args);
-    EXPECT_EQ(r.code, code) << r.err;
-    EXPECT_EQ(r.err.rfind("anvil: error: ", 0), 0u) << r.err;
-    for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
-  }
-
-  static fs::path* dir_;
-};
-fs::path* Cli::dir_ = nullptr;
-
 TEST_F(Cli, HelpSucceeds) {
   Result r = anvil("--help");
   EXPECT_EQ(r.code, 0) << r.err;
@@ -203,7 +153,8 @@ TEST_F(Cli, HelpSucceeds) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("--input-shape"), std::string::npos) << r.out;
   // Every command's help ends with an example of it.
-  for (const std::string cmd : {"", "compile", "run", "inspect", "zoo", "zoo list", "zoo export"}) {
+  for (const std::string cmd :
+       {"", "compile", "run", "inspect", "bench", "zoo", "zoo list", "zoo export"}) {
     r = anvil(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd << ": " << r.out;
@@ -220,7 +171,8 @@ TEST_F(Cli, HelpSucceeds) {
 
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
-  expect_error("frobnicate", 1, {"unknown command 'frobnicate'", "compile, run, inspect, zoo"});
+  expect_error("frobnicate", 1,
+               {"unknown command 'frobnicate'", "compile, run, inspect, bench, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});
@@ -387,6 +339,23 @@ TEST_F(CliDqn, CompilesRunsAndRefusesBadInputsAndArtifacts) {
                  "dqn on ones");
   }
   expect_error("run dqn.so --fill-mode twos", 1, {"--fill-mode"});
+
+  // --top 3: the indices of the three largest q-values of the reference, in order.
+  r = anvil("run dqn.so --input state=state.npy --output-dir top --top 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  {
+    const float* q = reference_->data_as<float>();
+    std::vector<int> order(18);
+    for (int i = 0; i < 18; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return q[a] > q[b]; });
+    const std::string want = "top 3 of 'q_values': [0, " + std::to_string(order[0]) + "] ";
+    size_t at = r.out.find(want);
+    ASSERT_NE(at, std::string::npos) << want << "\n" << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    for (int i = 1; i < 3; ++i)
+      EXPECT_NE(line.find(", [0, " + std::to_string(order[i]) + "] "), std::string::npos) << line;
+  }
+  expect_error("run dqn.so --fill-mode ones --top 0", 1, {"--top"});
 
   // --profile: a row per kernel with its nodes, the total and the measured peak.
   r = anvil(

@@ -78,21 +78,22 @@ void check_output_path(const std::string& path, const std::string& option) {
     usage_error(option + " " + path + ": is a directory (expected a file name)");
 }
 
-// The graph MODEL names, with the --input-shape bindings applied.
-graph::Graph load_model(const CompileOptions& o) {
+}  // namespace
+
+graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes) {
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string& text : o.input_shapes) {
+  for (const std::string& text : input_shapes) {
     auto [name, dims] = parse_shape_binding(text);
     if (!shapes.emplace(name, dims).second)
       usage_error("--input-shape: input '" + name + "' is bound twice");
   }
-  if (o.model.rfind(kZooPrefix, 0) != 0) {
+  if (model.rfind(kZooPrefix, 0) != 0) {
     frontend::ImportOptions import;
     import.input_shapes = shapes;
-    return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(o.model, import); });
+    return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(model, import); });
   }
-  const std::string name = o.model.substr(sizeof kZooPrefix - 1);
-  graph::Graph g = zoo_model(name, "MODEL " + o.model);
+  const std::string name = model.substr(sizeof kZooPrefix - 1);
+  graph::Graph g = zoo_model(name, "MODEL " + model);
   // Zoo models have static shapes: a binding must name an input and agree with it.
   for (const auto& [input, dims] : shapes) {
     graph::ValueId v = g.find(input);
@@ -111,8 +112,6 @@ graph::Graph load_model(const CompileOptions& o) {
   }
   return g;
 }
-
-}  // namespace
 
 std::vector<std::string> printable_passes() {
   // The pass names of CompiledGraph::build's pipeline (anvil/graph/build.cc).
@@ -137,7 +136,7 @@ void compile_command(const CompileOptions& o) {
               << " read, none applied (tuning is not implemented yet)\n";
   }
 
-  graph::Graph g = load_model(o);
+  graph::Graph g = load_model(o.model, o.input_shapes);
 
   graph::BuildOptions build;
   build.fuse = !o.no_fuse;
@@ -170,11 +169,7 @@ void compile_command(const CompileOptions& o) {
   std::cout << "\n";
 }
 
-namespace {
-
-// An input of `t`'s shape and dtype for --fill-mode: zeros, ones, or seeded random values
-// (floats uniform in [-1, 1], integers in [0, 10): valid indices for any embedding table).
-runtime::NDArray filled(const runtime::TensorInfo& t, const std::string& mode) {
+runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode) {
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype, /*zero=*/true);
   std::mt19937 rng(0);
   const DLDataType d = t.dtype;
@@ -197,6 +192,32 @@ runtime::NDArray filled(const runtime::TensorInfo& t, const std::string& mode) {
                                   " has a dtype it cannot fill; give it with --input");
   }
   return a;
+}
+
+namespace {
+
+// "top 5 of 'logits': [0, 412] 3.214, [0, 7] 3.101, ..." (index, value), largest first.
+std::string top_elements(const std::string& name, const runtime::NDArray& a, int k) {
+  const float* p = a.data_as<float>();
+  std::vector<int64_t> order(static_cast<size_t>(a.numel()));
+  for (int64_t i = 0; i < a.numel(); ++i) order[static_cast<size_t>(i)] = i;
+  k = static_cast<int>(std::min<int64_t>(k, a.numel()));
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int64_t x, int64_t y) { return p[x] > p[y]; });
+  std::string s = "top " + std::to_string(k) + " of '" + name + "':";
+  for (int i = 0; i < k; ++i) {
+    // The flat index as a multi-dimensional one.
+    std::vector<int64_t> index(a.shape().size());
+    int64_t rest = order[static_cast<size_t>(i)];
+    for (size_t d = index.size(); d-- > 0;) {
+      index[d] = rest % a.shape()[d];
+      rest /= a.shape()[d];
+    }
+    char value[32];
+    std::snprintf(value, sizeof value, "%.4g", p[order[static_cast<size_t>(i)]]);
+    s += std::string(i ? "," : "") + " " + dims_string(index) + " " + value;
+  }
+  return s + "\n";
 }
 
 }  // namespace
@@ -254,7 +275,7 @@ void run_command(const RunOptions& o) {
         throw CliError(kBadInput, "--input: " + o.model + "'s input " + type_string(t) +
                                       " is not given (expected --input " + t.name +
                                       "=FILE.npy, or --fill-mode)");
-      inputs.emplace(t.name, filled(t, o.fill_mode));
+      inputs.emplace(t.name, filled_input(t, o.fill_mode));
     }
 
   auto run_once = [&] {
@@ -309,6 +330,8 @@ void run_command(const RunOptions& o) {
                    [&] { runtime::save_npy(file, outputs[i]); });
     std::cout << "wrote " << file << " (" << runtime::to_string(outputs[i].dtype())
               << dims_string(outputs[i].shape()) << ")\n";
+    if (o.top > 0 && outputs[i].dtype().code == kDLFloat && outputs[i].dtype().bits == 32)
+      std::cout << top_elements(t.name, outputs[i], o.top);
   }
 }
 
@@ -350,10 +373,7 @@ void inspect_command(const InspectOptions& o) {
     usage_error("--stage " + stage + ": target '" + target.str() +
                 "' compiles C, not LLVM IR (--stage c prints its source)");
 
-  CompileOptions load;
-  load.model = o.model;
-  load.input_shapes = o.input_shapes;
-  graph::Graph g = load_model(load);
+  graph::Graph g = load_model(o.model, o.input_shapes);
   if (stage == "graph") {
     std::cout << g.str();
     return;

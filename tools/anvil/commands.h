@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "anvil/graph/graph.h"
+#include "anvil/runtime/model.h"
+
 namespace anvil::cli {
 
 struct CompileOptions {
@@ -29,6 +32,7 @@ struct RunOptions {
   int repeat = 0;        // timed runs after one warm-up (0: one run, untimed)
   int threads = 0;       // 0: the runtime's default
   bool profile = false;  // time each kernel (median over `repeat` runs, 10 when not given)
+  int top = 0;           // print each float output's `top` largest elements
 };
 void run_command(const RunOptions& options);
 
@@ -52,6 +56,16 @@ struct ZooExportOptions {
   std::string output;  // default NAME.onnx
 };
 void zoo_export_command(const ZooExportOptions& options);
+
+// The graph MODEL names (an ONNX file, or zoo:NAME) with the --input-shape bindings (NAME=DIMS)
+// applied. Throws CliError: kUsage for an unknown zoo name or a malformed binding, kBadInput for an
+// ONNX file the importer refuses or a binding a zoo model contradicts.
+graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes);
+
+// An input of `t`'s shape and dtype for --fill-mode: zeros, ones, or seeded random values (floats
+// uniform in [-1, 1], integers in [0, 10): valid indices for any embedding table). Throws
+// CliError(kBadInput) for a dtype it cannot fill.
+runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode);
 
 // The passes --print-after takes ("all" and the pass names of the build pipeline).
 std::vector<std::string> printable_passes();

@@ -1,7 +1,7 @@
 // The `anvil` command line: compile a model (an ONNX file or a built-in one) into model.so, run a
 // compiled model on .npy inputs (and profile its kernels), inspect what the compiler makes of a
-// model at each stage, list and export the built-in models. Every command's --help ends with an
-// example.
+// model at each stage, time it against ONNX Runtime and PyTorch (bench), list and export the
+// built-in models. Every command's --help ends with an example.
 //
 // Exit codes, and which failure maps to which:
 //   0  success (and --help).
@@ -18,6 +18,10 @@
 //      a valid artifact (runtime::ArtifactError, or anything else Model::load throws), a bad .npy
 //      (load_npy), an input that the model does not have, lacks, or whose shape or dtype differs
 //      (checked here, and runtime::InputError out of Model::run).
+//      For `bench`: as for compile, and a --summary-json or --chart whose directory does not
+//      exist, an unknown --baselines name, a MODEL that is neither a zoo name nor a file are usage
+//      errors; a baseline that fails is not an error but a row with a note; a --summary-json
+//      or --chart that cannot be written (gnuplot missing or failing) is a runtime error, 4.
 //   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save (and the
 //      inspected stages), and out of export_onnx for `zoo export`: the model was valid, Anvil
 //      could not compile it.
@@ -33,6 +37,7 @@
 #include <iostream>
 
 #include "tools/anvil/args.h"
+#include "tools/anvil/bench.h"
 #include "tools/anvil/commands.h"
 
 namespace {
@@ -121,9 +126,12 @@ int main(int argc, char** argv) {
   r->add_flag("--profile", run.profile,
               "Time each kernel (median of --repeat runs, default 10): time, share, GFLOP/s and "
               "fraction of the measured peak, slowest first");
+  r->add_option("--top", run.top, "Print each float output's K largest elements (index, value)")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1000000));
   r->footer(
       "Examples:\n"
-      "  anvil run resnet18.so --input data=image.npy --output-dir out\n"
+      "  anvil run resnet18.so --input data=image.npy --output-dir out --top 5\n"
       "  anvil run resnet18.so --fill-mode random --profile --repeat 20 --threads 2");
 
   InspectOptions inspect;
@@ -154,6 +162,66 @@ int main(int argc, char** argv) {
       "  anvil inspect zoo:dqn --stage lowered --kernel fused_0_layout_transform\n"
       "  anvil inspect model.onnx --input-shape data=1x3x224x224 --stage asm");
 
+  BenchOptions bench;
+  CLI::App* b = app.add_subcommand(
+      "bench", "Time Anvil against ONNX Runtime and PyTorch on the same models (the speedup)");
+  b->add_option("MODEL", bench.models,
+                "Zoo names or ONNX files (default: the five workloads resnet18, mobilenet_v1, "
+                "lstm_lm, dqn, dcgan)");
+  b->add_option("--threads", bench.threads, "Thread counts, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->type_name("T,...")
+      ->check(CLI::Range(1, 4096));
+  b->add_option("--baselines", bench.baselines,
+                "Baselines, comma-separated: onnxruntime, torch_eager, torch_jit, those --worker "
+                "defines, or none")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->type_name("NAME,...");
+  b->add_option("--worker", bench.workers,
+                "A baseline's worker command, NAME=COMMAND (the protocol: tools/anvil/worker.h); "
+                "repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=COMMAND");
+  b->add_option("--deps", bench.deps_dir,
+                "Where npm's onnxruntime-node is installed (default $ANVIL_BENCH_DEPS, then "
+                "bench-deps beside anvil's bin/)")
+      ->type_name("DIR");
+  b->add_option("--input-shape", bench.input_shapes,
+                "Bind an ONNX input's shape, NAME=DIMS; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=DIMS");
+  b->add_option("--target", bench.target, "What Anvil compiles for (llvm or c)")
+      ->capture_default_str()
+      ->type_name("TARGET");
+  b->add_option("--tuning-records", bench.tuning_records,
+                "Tuning records (read and counted; none applied yet)")
+      ->type_name("FILE");
+  b->add_option("--runs", bench.runs, "Timed runs per side, at least (whole blocks)")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  b->add_option("--block", bench.block, "Runs per block; blocks alternate between the sides")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  b->add_option("--warmup", bench.warmup, "Untimed runs per side before timing")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000000));
+  b->add_flag("--ablation", bench.ablation,
+              "Also time each model with fusion and layout alteration off (Anvil alone)");
+  b->add_option("--summary-json", bench.summary_json, "Write the figures as JSON")
+      ->type_name("FILE");
+  b->add_option("--chart", bench.chart, "Draw the speedups as a PNG bar chart (gnuplot)")
+      ->type_name("FILE");
+  b->footer(
+      "Examples:\n"
+      "  anvil bench --summary-json bench.json --chart speedup.png\n"
+      "  anvil bench resnet18 --threads 1 --baselines onnxruntime\n"
+      "  anvil bench model.onnx --input-shape data=1x3x224x224 --baselines torch_jit --ablation");
+
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
   zoo->add_subcommand("list", "Names, descriptions, inputs and outputs");
@@ -170,6 +238,7 @@ int main(int argc, char** argv) {
       "  anvil compile zoo:resnet18 -o resnet18.so\n"
       "  anvil run resnet18.so --fill-mode random --repeat 20\n"
       "  anvil inspect zoo:dqn --stage fused\n"
+      "  anvil bench resnet18 --baselines onnxruntime\n"
       "Run 'anvil COMMAND --help' for a command's options.");
 
   std::string unknown = argc > 1 ? unknown_command(app, argv[1]) : "";
@@ -195,6 +264,8 @@ int main(int argc, char** argv) {
       run_command(run);
     } else if (in->parsed()) {
       inspect_command(inspect);
+    } else if (b->parsed()) {
+      bench_command(bench);
     } else if (zoo->got_subcommand("list")) {
       zoo_list_command();
     } else if (ze->parsed()) {

@@ -1,0 +1,186 @@
+// `anvil bench` end to end with the reference interpreter as the baseline (tests/tools/
+// reference_worker.cc, a worker of the protocol in tools/anvil/worker.h), so that the test needs
+// neither ONNX Runtime nor PyTorch: the table, the summary JSON, the blocks of timed runs, the
+// output check that keeps disagreeing baselines out of the table, and workers that refuse, crash or
+// answer garbage, each a row with a note naming what went wrong.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/graph/flops.h"
+#include "anvil/models/models.h"
+#include "tools/anvil/bench_report.h"
+#include "tools/cli_fixture.h"
+
+namespace anvil::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string worker(const std::string& name, const std::string& fault = "") {
+  return "--worker '" + name + "=" + REFERENCE_WORKER_PATH +
+         (fault.empty() ? "" : " --fault " + fault) + "'";
+}
+
+json read_json(const std::string& file) {
+  std::ifstream in(file);
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+const json* find_row(const json& summary, const std::string& baseline) {
+  for (const json& row : summary["rows"])
+    if (row["baseline"] == baseline) return &row;
+  return nullptr;
+}
+
+TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
+  // Two timed runs per side in blocks of one; the reference interpreter as the baseline, once as
+  // itself and once with a fault in each way a worker can fail.
+  Result r = anvil(
+      "bench zoo:dqn --threads 1 --runs 2 --block 1 --warmup 1 --baselines "
+      "ref,wrong,refuse,crash,garbage,absent " +
+      worker("ref") + " " + worker("wrong", "wrong") + " " + worker("refuse", "refuse") + " " +
+      worker("crash", "crash") + " " + worker("garbage", "garbage") +
+      " --worker absent=/nonexistent/worker --summary-json bench.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("baseline ref interpreter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("baseline absent did not start: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| model | threads | Anvil ms | ref ms | speedup |"), std::string::npos)
+      << r.out;
+
+  json summary = read_json(path("bench.json"));
+  ASSERT_TRUE(summary.is_object()) << read(path("bench.json"));
+  EXPECT_GT(summary["machine"]["peak_gflops_per_core"].get<double>(), 1.0);
+  EXPECT_EQ(summary["rows"].size(), 6u);
+  const json* ref = find_row(summary, "ref");
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ((*ref)["name"], "dqn");
+  EXPECT_EQ((*ref)["threads"], 1);
+  const double anvil_ms = (*ref)["anvil_ms"], baseline_ms = (*ref)["baseline_ms"];
+  EXPECT_GT(anvil_ms, 0);
+  EXPECT_GT(baseline_ms, 0);
+  EXPECT_DOUBLE_EQ((*ref)["speedup"].get<double>(), baseline_ms / anvil_ms);
+  // The row's GFLOP/s is the model's FLOPs over Anvil's time.
+  const double flops = graph::graph_flops(models::build_model("dqn"));
+  EXPECT_NEAR((*ref)["gflops"].get<double>(), flops / (anvil_ms * 1e6), 1e-9 * flops);
+  EXPECT_FALSE(ref->contains("note"));
+
+  // Each failing baseline carries a note saying why, and no time.
+  const std::pair<const char*, const char*> expected[] = {
+      {"wrong", "outputs disagree with Anvil's: output 0 differs"},
+      {"refuse", "refusing to load (test fault)"},
+      {"crash", "was killed by signal"},
+      {"garbage", "answered with something that is not a protocol object: this is not JSON"},
+      {"absent", "cannot start '/nonexistent/worker'"},
+  };
+  for (const auto& [baseline, note] : expected) {
+    SCOPED_TRACE(baseline);
+    const json* row = find_row(summary, baseline);
+    ASSERT_NE(row, nullptr);
+    EXPECT_FALSE(row->contains("baseline_ms"));
+    EXPECT_FALSE(row->contains("speedup"));
+    ASSERT_TRUE(row->contains("note"));
+    EXPECT_NE((*row)["note"].get<std::string>().find(note), std::string::npos) << (*row)["note"];
+    EXPECT_DOUBLE_EQ((*row)["anvil_ms"].get<double>(), anvil_ms);
+  }
+}
+
+TEST_F(Cli, BenchRefusesBadArguments) {
+  expect_error("bench zoo:dqn --baselines tflite", 1,
+               {"unknown baseline 'tflite'", "onnxruntime", "torch_jit", "--worker tflite="});
+  expect_error("bench zoo:dqn --threads 0", 1, {"--threads"});
+  expect_error("bench zoo:dqn --threads 1,x", 1, {"--threads"});
+  expect_error("bench nosuchmodel --baselines none", 1,
+               {"MODEL nosuchmodel: neither a zoo model", "resnet18", "nor an ONNX file"});
+  expect_error("bench zoo:dqn --baselines none --summary-json no/such/dir/x.json", 1,
+               {"no/such/dir/x.json", "does not exist"});
+  expect_error("bench zoo:dqn --worker =cmd", 1, {"--worker"});
+  write(path("garbage.onnx"), "not a protobuf");
+  expect_error("bench garbage.onnx --baselines none", 2, {"garbage.onnx"});
+}
+
+TEST_F(Cli, BenchWithoutOnnxRuntimeInstalledSaysHowToInstallIt) {
+  fs::create_directories(path("empty-deps"));
+  Result r = anvil(
+      "bench zoo:dqn --threads 1 --runs 1 --block 1 --warmup 0 --baselines "
+      "onnxruntime --deps empty-deps --summary-json ort.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json summary = read_json(path("ort.json"));
+  const json* row = find_row(summary, "onnxruntime");
+  ASSERT_NE(row, nullptr);
+  EXPECT_NE((*row)["note"].get<std::string>().find(
+                "onnxruntime-node is not installed in empty-deps (make bench installs it"),
+            std::string::npos)
+      << (*row)["note"];
+}
+
+// ---- the report's forms, from figures given here
+
+BenchReport sample_report() {
+  BenchReport r;
+  r.cpu = "Test CPU";
+  r.peak_gflops_per_core = 100;
+  r.runs = 50;
+  r.rows.push_back({"resnet18", 1, 20.0, "onnxruntime", 60.0, 90.9, "", 19.0, 58.0});
+  r.rows.push_back({"resnet18", 1, 20.0, "torch_jit", std::nullopt, 90.9, "it crashed", 19.0, 0});
+  // Anvil's fastest run is less than half its median: contended.
+  r.rows.push_back({"dqn", 2, 0.2, "onnxruntime", 0.25, 70.0, "", 0.09, 0.24});
+  r.ablation.push_back({"dqn", 2, {0.2, 0.22, 0.3, 0.4}});
+  return r;
+}
+
+TEST(BenchReport, TableHasOneLinePerModelAndThreadsWithNotesBelow) {
+  const std::string table = bench_table(sample_report());
+  EXPECT_EQ(table,
+            "| model | threads | Anvil ms | onnxruntime ms | speedup | torch_jit ms | speedup | "
+            "Anvil GFLOP/s | of peak |\n"
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|\n"
+            "| resnet18 | 1 | 20.00 | 60.00 | 3.00x | - | (1) | 90.9 | 90.9% |\n"
+            "| dqn | 2 | 0.200 | 0.250 | 1.25x * |  |  | 70.0 | 35.0% |\n"
+            "(1) resnet18, 1 thread(s), torch_jit: it crashed\n"
+            "* contended: a median more than twice that side's fastest run (another process was "
+            "using the cores)\n");
+  EXPECT_EQ(ablation_table(sample_report()),
+            "| model | threads | fusion + layout ms | no fusion ms | no layout ms | neither ms |\n"
+            "|---|---|--:|--:|--:|--:|\n"
+            "| dqn | 2 | 0.200 | 0.220 (1.10x) | 0.300 (1.50x) | 0.400 (2.00x) |\n");
+}
+
+TEST(BenchReport, SummaryJsonHasOneRowPerBaselineAsDesigned) {
+  json j = summary_json(sample_report());
+  EXPECT_EQ(j["machine"]["cpu"], "Test CPU");
+  ASSERT_EQ(j["rows"].size(), 3u);
+  const json& first = j["rows"][0];
+  EXPECT_EQ(first["name"], "resnet18");
+  EXPECT_EQ(first["baseline"], "onnxruntime");
+  EXPECT_DOUBLE_EQ(first["speedup"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(first["peak_fraction"].get<double>(), 0.909);
+  EXPECT_EQ(j["rows"][1]["note"], "it crashed");
+  EXPECT_FALSE(j["rows"][1].contains("speedup"));
+  EXPECT_DOUBLE_EQ(j["rows"][2]["peak_fraction"].get<double>(), 70.0 / 200);
+  EXPECT_FALSE(first.contains("contended"));
+  EXPECT_EQ(j["rows"][2]["contended"], true);
+  EXPECT_DOUBLE_EQ(j["ablation"][0]["no_layout_ms"].get<double>(), 0.3);
+}
+
+TEST_F(Cli, BenchChartIsAPngOrSaysGnuplotIsMissing) {
+  const std::string png = path("speedup.png");
+  bool has_gnuplot = std::system("command -v gnuplot > /dev/null 2>&1") == 0;
+  try {
+    write_chart(sample_report(), png);
+    ASSERT_TRUE(has_gnuplot);
+    std::string bytes = read(png);
+    ASSERT_GT(bytes.size(), 1000u);
+    EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  } catch (const std::runtime_error& e) {
+    EXPECT_FALSE(has_gnuplot) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gnuplot is not installed"), std::string::npos)
+        << e.what();
+  }
+  BenchReport none = sample_report();
+  none.rows.clear();
+  EXPECT_THROW(write_chart(none, png), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace anvil::cli

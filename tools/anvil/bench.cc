@@ -1,0 +1,458 @@
+#include "tools/anvil/bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "anvil/frontend/onnx/exporter.h"
+#include "anvil/graph/build.h"
+#include "anvil/graph/flops.h"
+#include "anvil/models/models.h"
+#include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/model.h"
+#include "anvil/runtime/npy.h"
+#include "anvil/target/peak.h"
+#include "anvil/target/target.h"
+#include "tools/anvil/args.h"
+#include "tools/anvil/bench_report.h"
+#include "tools/anvil/commands.h"
+#include "tools/anvil/worker.h"
+
+namespace anvil::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Seconds a worker may take to answer: loading includes torch.jit's trace and freeze.
+constexpr double kLoadTimeout = 900, kRunTimeout = 300, kTimeTimeout = 900;
+
+const char* const kKnownBaselines[] = {"onnxruntime", "torch_eager", "torch_jit"};
+
+// The directory anvil's executable is in (bin/ of the build or install tree).
+fs::path exe_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The worker command of each baseline asked for: the built-in ones (their scripts are in
+// share/anvil/bench beside bin/), replaced or extended by --worker NAME=COMMAND.
+std::map<std::string, std::vector<std::string>> worker_commands(const BenchOptions& o) {
+  const fs::path scripts = exe_dir().parent_path() / "share" / "anvil" / "bench";
+  std::string deps = o.deps_dir;
+  if (deps.empty() && std::getenv("ANVIL_BENCH_DEPS")) deps = std::getenv("ANVIL_BENCH_DEPS");
+  if (deps.empty()) deps = (exe_dir().parent_path() / "bench-deps").string();
+  std::map<std::string, std::vector<std::string>> commands = {
+      {"onnxruntime", {"node", (scripts / "onnxruntime_worker.js").string(), deps}},
+      {"torch_eager",
+       {"/usr/bin/python3", (scripts / "torch_worker.py").string(), "--mode", "eager"}},
+      {"torch_jit", {"/usr/bin/python3", (scripts / "torch_worker.py").string(), "--mode", "jit"}},
+  };
+  for (const std::string& text : o.workers) {
+    auto [name, command] = parse_binding(text, "--worker", "NAME=COMMAND");
+    commands[name] = split_words(command);
+    if (commands[name].empty()) usage_error("--worker " + text + ": the command is empty");
+  }
+  return commands;
+}
+
+// Why the onnxruntime worker cannot start, before trying: its npm package is missing.
+std::string missing_onnxruntime(const std::vector<std::string>& command) {
+  if (command.size() < 3) return "";
+  const fs::path package = fs::path(command[2]) / "node_modules" / "onnxruntime-node";
+  std::error_code ec;
+  if (fs::exists(package / "package.json", ec)) return "";
+  return "npm's onnxruntime-node is not installed in " + command[2] +
+         " (make bench installs it: scripts/setup_bench.sh DIR, then --deps DIR)";
+}
+
+struct BenchModel {
+  std::string name;  // the zoo name, or the ONNX file's stem
+  std::string spec;  // what load_model takes: zoo:NAME or the file
+  std::string onnx;  // the ONNX file the baselines load (absolute)
+};
+
+BenchModel resolve_model(const std::string& text, const fs::path& work) {
+  const std::vector<std::string> zoo = models::model_names();
+  std::string name = text.rfind("zoo:", 0) == 0 ? text.substr(4) : text;
+  if (std::find(zoo.begin(), zoo.end(), name) != zoo.end())
+    return {name, "zoo:" + name, (work / (name + ".onnx")).string()};
+  std::error_code ec;
+  if (text.rfind("zoo:", 0) == 0 || !fs::is_regular_file(text, ec)) {
+    std::string names;
+    for (const std::string& n : zoo) names += (names.empty() ? "" : ", ") + n;
+    usage_error("MODEL " + text + ": neither a zoo model (" + names + ") nor an ONNX file");
+  }
+  return {fs::path(text).stem().string(), text, fs::absolute(text).string()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Times `n` calls of `model` one by one, appending each in ms.
+void time_anvil(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs, int n,
+                std::vector<double>* ms) {
+  for (int i = 0; i < n; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    model.run(inputs);
+    ms->push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+}
+
+// "" when `got` (a baseline's outputs, as files) computes what `want` (Anvil's) does: the same
+// count, shapes and dtypes, integers equal, floats within 1e-3 of the largest magnitude (the
+// baselines and Anvil sum in different orders, and Winograd convolutions round differently).
+std::string compare_outputs(const std::vector<runtime::NDArray>& want,
+                            const std::vector<std::string>& got_files) {
+  if (got_files.size() != want.size())
+    return "it returned " + std::to_string(got_files.size()) + " outputs, Anvil " +
+           std::to_string(want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    runtime::NDArray got = runtime::load_npy(got_files[i]);
+    const runtime::NDArray& w = want[i];
+    const std::string which = "output " + std::to_string(i);
+    if (got.shape() != w.shape() || got.dtype().code != w.dtype().code ||
+        got.dtype().bits != w.dtype().bits)
+      return which + " is " + runtime::to_string(got.dtype()) + dims_string(got.shape()) +
+             ", Anvil's " + runtime::to_string(w.dtype()) + dims_string(w.shape());
+    const DLDataType d = w.dtype();
+    const size_t bytes = static_cast<size_t>(w.numel()) * d.bits / 8;
+    if (d.code == kDLFloat && d.bits == 32) {
+      const float* a = w.data_as<float>();
+      const float* b = got.data_as<float>();
+      double largest = 0, diff = 0;
+      for (int64_t k = 0; k < w.numel(); ++k) {
+        largest = std::max(largest, std::fabs(double(a[k])));
+        const double dk = std::fabs(double(a[k]) - double(b[k]));
+        diff = std::isnan(dk) ? INFINITY : std::max(diff, dk);
+      }
+      if (diff > 1e-3 * largest + 1e-6) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, " differs: max |difference| %.3g where max |Anvil| is %.3g",
+                      diff, largest);
+        return which + buf;
+      }
+    } else if (std::memcmp(w.data_as<char>(), got.data_as<char>(), bytes) != 0) {
+      return which + " (" + runtime::to_string(d) + ") differs from Anvil's";
+    }
+  }
+  return "";
+}
+
+// A baseline taking part in the bench: its worker (null when it did not start) and why not.
+struct Baseline {
+  std::string name;
+  std::unique_ptr<Worker> worker;
+  std::string start_error;
+};
+
+std::string threads_string(int t) {
+  return std::to_string(t) + (t == 1 ? " thread" : " threads");
+}
+
+// Runs `what`; an exception becomes its message (for a row's note).
+template <typename F>
+std::string error_of(F&& what) {
+  try {
+    what();
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+struct Compiled {
+  runtime::Model model;
+  double seconds = 0;
+};
+
+Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target& target, bool fuse,
+                       bool layout, const fs::path& work) {
+  graph::BuildOptions build;
+  build.fuse = fuse;
+  build.alter_layout = layout;
+  const std::string variant = std::string(fuse ? "" : "-nofuse") + (layout ? "" : "-nolayout");
+  const std::string file = (work / (m.name + variant + ".so")).string();
+  auto start = std::chrono::steady_clock::now();
+  with_exit_code(kCompile, "compiling " + m.spec + " for '" + target.str() + "'",
+                 [&] { graph::CompiledGraph::build(g, target, build).save(file); });
+  Compiled c;
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c.model = with_exit_code(kCompile, "loading " + file, [&] { return runtime::Model::load(file); });
+  return c;
+}
+
+// The fusion and layout ablation of one model: four builds, timed in alternating blocks.
+void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, const Compiled& base,
+            const std::vector<runtime::NDArray>& inputs, const BenchOptions& o,
+            const fs::path& work, BenchReport* report) {
+  std::vector<const runtime::Model*> models = {&base.model};
+  std::vector<Compiled> variants;
+  variants.push_back(compile_model(g, m, target, false, true, work));
+  variants.push_back(compile_model(g, m, target, true, false, work));
+  variants.push_back(compile_model(g, m, target, false, false, work));
+  for (const Compiled& v : variants) models.push_back(&v.model);
+  const std::vector<runtime::NDArray> want = base.model.run(inputs);
+  for (size_t i = 1; i < models.size(); ++i) {
+    const std::string dir = (work / (m.name + "-ablation-" + std::to_string(i))).string();
+    fs::create_directories(dir);
+    std::vector<std::string> files;
+    std::vector<runtime::NDArray> got = models[i]->run(inputs);
+    for (size_t k = 0; k < got.size(); ++k) {
+      files.push_back(dir + "/output_" + std::to_string(k) + ".npy");
+      runtime::save_npy(files.back(), got[k]);
+    }
+    std::string differs = compare_outputs(want, files);
+    if (!differs.empty())
+      throw CliError(kCompile, m.name + ": the ablation build " + std::to_string(i) +
+                                   " computes something else: " + differs);
+  }
+  for (int t : o.threads) {
+    AnvilSetNumThreads(t);
+    std::vector<std::vector<double>> ms(models.size());
+    std::vector<double> ignored;
+    for (const runtime::Model* model : models) time_anvil(*model, inputs, o.warmup, &ignored);
+    while (static_cast<int>(ms[0].size()) < o.runs)
+      for (size_t i = 0; i < models.size(); ++i) time_anvil(*models[i], inputs, o.block, &ms[i]);
+    AblationRow row;
+    row.name = m.name;
+    row.threads = t;
+    for (size_t i = 0; i < models.size(); ++i) row.ms[i] = median(ms[i]);
+    std::printf(
+        "  ablation, %s: %.3f ms (fusion + layout), %.3f (no fusion), %.3f (no layout), "
+        "%.3f (neither)\n",
+        threads_string(t).c_str(), row.ms[0], row.ms[1], row.ms[2], row.ms[3]);
+    std::fflush(stdout);
+    report->ablation.push_back(row);
+  }
+}
+
+void bench_model(const BenchModel& m, const BenchOptions& o, const Target& target,
+                 std::vector<Baseline>& baselines, const fs::path& work, BenchReport* report) {
+  graph::Graph g = load_model(m.spec, o.input_shapes);
+  if (m.spec.rfind("zoo:", 0) == 0)
+    with_exit_code(kCompile, "exporting " + m.spec + " to ONNX",
+                   [&] { frontend::export_onnx(g, m.onnx, m.name); });
+  const double flops = with_exit_code(kCompile, "counting the FLOPs of " + m.spec,
+                                      [&] { return graph::graph_flops(g); });
+  Compiled base = compile_model(g, m, target, true, true, work);
+  std::printf("%s: compiled in %.1f s (%zu kernels), %.3f GFLOP per run\n", m.name.c_str(),
+              base.seconds, base.model.num_kernels(), flops / 1e9);
+  std::fflush(stdout);
+
+  // The inputs: --fill-mode random, as files for the workers.
+  std::vector<runtime::NDArray> inputs;
+  nlohmann::json input_files = nlohmann::json::object();
+  for (const runtime::TensorInfo& t : base.model.inputs()) {
+    inputs.push_back(filled_input(t, "random"));
+    const std::string file =
+        (work / (m.name + ".input" + std::to_string(inputs.size() - 1) + ".npy")).string();
+    runtime::save_npy(file, inputs.back());
+    input_files[t.name] = file;
+  }
+
+  for (int t : o.threads) {
+    AnvilSetNumThreads(t);
+    const std::vector<runtime::NDArray> want =
+        with_exit_code(kRuntime, "running " + m.name, [&] { return base.model.run(inputs); });
+
+    // Load each baseline and check its outputs; those that fail get a note instead of a time.
+    std::map<std::string, std::string> notes;
+    std::vector<Baseline*> timed;
+    for (Baseline& b : baselines) {
+      if (!b.worker) {
+        notes[b.name] = b.start_error;
+        continue;
+      }
+      const std::string dir = (work / (m.name + "-" + b.name + "-" + std::to_string(t))).string();
+      fs::create_directories(dir);
+      std::string error = error_of([&] {
+        if (!b.worker->alive()) throw std::runtime_error("the worker stopped earlier in this run");
+        b.worker->request(
+            {{"op", "load"}, {"model", m.onnx}, {"threads", t}, {"inputs", input_files}},
+            kLoadTimeout);
+        nlohmann::json answer =
+            b.worker->request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
+        std::string differs = compare_outputs(want, answer.at("outputs"));
+        if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
+      });
+      if (error.empty())
+        timed.push_back(&b);
+      else
+        notes[b.name] = error;
+    }
+
+    // Warm-up, then blocks that alternate between Anvil and each baseline.
+    std::vector<double> anvil_ms, ignored;
+    std::map<std::string, std::vector<double>> baseline_ms;
+    auto time_baseline = [&](Baseline* b, int runs, std::vector<double>* ms) {
+      std::string error = error_of([&] {
+        nlohmann::json answer = b->worker->request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
+        for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
+      });
+      if (!error.empty()) {
+        notes[b->name] = error;
+        timed.erase(std::find(timed.begin(), timed.end(), b));
+      }
+    };
+    time_anvil(base.model, inputs, o.warmup, &ignored);
+    for (Baseline* b : std::vector<Baseline*>(timed)) time_baseline(b, o.warmup, &ignored);
+    while (static_cast<int>(anvil_ms.size()) < o.runs) {
+      time_anvil(base.model, inputs, o.block, &anvil_ms);
+      for (Baseline* b : std::vector<Baseline*>(timed))
+        time_baseline(b, o.block, &baseline_ms[b->name]);
+    }
+
+    const double anvil = median(anvil_ms);
+    std::printf("  %s: Anvil %.3f ms", threads_string(t).c_str(), anvil);
+    auto add_row = [&](const std::string& baseline) {
+      BenchRow row;
+      row.name = m.name;
+      row.threads = t;
+      row.anvil_ms = anvil;
+      row.gflops = flops / (anvil * 1e6);
+      row.baseline = baseline;
+      row.anvil_min_ms = *std::min_element(anvil_ms.begin(), anvil_ms.end());
+      if (notes.count(baseline)) {
+        row.note = notes[baseline];
+        std::printf(", %s: no time (see the notes)", baseline.c_str());
+      } else if (!baseline.empty()) {
+        row.baseline_ms = median(baseline_ms[baseline]);
+        row.baseline_min_ms =
+            *std::min_element(baseline_ms[baseline].begin(), baseline_ms[baseline].end());
+        std::printf(", %s %.3f ms (%.2fx)", baseline.c_str(), *row.baseline_ms, row.speedup());
+      }
+      report->rows.push_back(row);
+    };
+    if (baselines.empty()) add_row("");
+    for (const Baseline& b : baselines) add_row(b.name);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (o.ablation) ablate(g, m, target, base, inputs, o, work, report);
+}
+
+}  // namespace
+
+std::vector<std::string> default_bench_models() {
+  return {"resnet18", "mobilenet_v1", "lstm_lm", "dqn", "dcgan"};
+}
+
+void bench_command(const BenchOptions& o) {
+  const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
+                                       [&] { return Target::parse(o.target); });
+  if (target.kind != Target::Kind::kLLVM && target.kind != Target::Kind::kC)
+    usage_error("--target '" + o.target + "': anvil bench runs on this CPU (llvm or c)");
+  for (const std::string& file : {o.summary_json, o.chart}) {
+    std::error_code ec;
+    fs::path parent = fs::path(file).parent_path();
+    if (!file.empty() && !parent.empty() && !fs::is_directory(parent, ec))
+      usage_error(file + ": the directory '" + parent.string() + "' does not exist");
+  }
+  const auto commands = worker_commands(o);
+  std::vector<std::string> names;
+  for (const std::string& b : o.baselines) {
+    if (b == "none") continue;
+    if (!commands.count(b)) {
+      std::string known;
+      for (const auto& [n, c] : commands) known += (known.empty() ? "" : ", ") + n;
+      usage_error("--baselines: unknown baseline '" + b + "' (expected one of: " + known +
+                  ", none; or define it with --worker " + b + "=COMMAND)");
+    }
+    if (std::find(names.begin(), names.end(), b) == names.end()) names.push_back(b);
+  }
+  if (!o.tuning_records.empty()) {
+    const int records = count_tuning_records(o.tuning_records);
+    std::printf("tuning records: %d read, none applied (tuning is not implemented yet)\n", records);
+  }
+
+  char tmpl[] = "/tmp/anvil-bench-XXXXXX";
+  if (!mkdtemp(tmpl)) throw CliError(kRuntime, "cannot create a working directory in /tmp");
+  const fs::path work = tmpl;
+  struct RemoveOnExit {
+    fs::path dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_work{work};
+
+  std::vector<BenchModel> models;
+  for (const std::string& text : o.models.empty() ? default_bench_models() : o.models)
+    models.push_back(resolve_model(text, work));
+
+  BenchReport report;
+  report.cpu = cpu_name();
+  report.peak_gflops_per_core = measured_peak().gflops_per_core;
+  report.runs = (o.runs + o.block - 1) / o.block * o.block;
+  std::printf(
+      "anvil bench on %s (measured peak %.1f GFLOP/s per core); %d timed runs per side "
+      "in blocks of %d after %d warm-up runs\n",
+      report.cpu.c_str(), report.peak_gflops_per_core, report.runs, o.block, o.warmup);
+
+  std::vector<Baseline> baselines;
+  for (const std::string& name : names) {
+    Baseline b;
+    b.name = name;
+    const std::vector<std::string>& command = commands.at(name);
+    const bool builtin =
+        std::none_of(o.workers.begin(), o.workers.end(),
+                     [&](const std::string& w) { return w.rfind(name + "=", 0) == 0; });
+    b.start_error = name == "onnxruntime" && builtin ? missing_onnxruntime(command) : "";
+    if (b.start_error.empty())
+      b.start_error = error_of([&] { b.worker = std::make_unique<Worker>(name, command); });
+    if (b.worker)
+      std::printf("baseline %s %s\n", name.c_str(), b.worker->version().c_str());
+    else
+      std::printf("baseline %s did not start: %s\n", name.c_str(), b.start_error.c_str());
+    baselines.push_back(std::move(b));
+  }
+  std::fflush(stdout);
+
+  for (const BenchModel& m : models) bench_model(m, o, target, baselines, work, &report);
+
+  std::printf("\n%s", bench_table(report).c_str());
+  if (o.ablation)
+    std::printf(
+        "\nFusion and layout ablation (Anvil alone; in parentheses, time against the "
+        "default build):\n\n%s",
+        ablation_table(report).c_str());
+  std::fflush(stdout);
+  if (!o.summary_json.empty()) {
+    with_exit_code(kRuntime, "writing " + o.summary_json, [&] {
+      std::ofstream f(o.summary_json);
+      f << summary_json(report).dump(2) << "\n";
+      if (!f) throw std::runtime_error("cannot write the file");
+    });
+    std::printf("wrote %s\n", o.summary_json.c_str());
+  }
+  if (!o.chart.empty()) {
+    with_exit_code(kRuntime, "", [&] { write_chart(report, o.chart); });
+    std::printf("wrote %s\n", o.chart.c_str());
+  }
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,39 @@
+// `anvil bench`: Anvil against ONNX Runtime and PyTorch on the same models, the paper's speedup.
+//
+// For each model, Anvil compiles it into model.so and loads it as a user would; each baseline is
+// a worker process (worker.h) that loads the same ONNX file (a zoo model is exported first) with
+// the same inputs. Per thread count: every side runs once and the baselines' outputs are compared
+// with Anvil's (a row whose outputs disagree carries a note, not a time); then after a warm-up,
+// blocks of `block` timed runs alternate between Anvil and each baseline until each side has
+// `runs`. Medians are reported; speedup = baseline ms / Anvil ms.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace anvil::cli {
+
+struct BenchOptions {
+  std::vector<std::string> models;  // zoo names, zoo:NAME or ONNX files; empty: the five workloads
+  std::vector<std::string> input_shapes;  // NAME=DIMS, for ONNX files with symbolic dimensions
+  std::vector<int> threads = {1, 2};
+  // onnxruntime, torch_eager, torch_jit, the names --worker defines, or "none".
+  std::vector<std::string> baselines = {"onnxruntime", "torch_eager", "torch_jit"};
+  std::vector<std::string> workers;  // NAME=COMMAND: a baseline's worker command (split on spaces)
+  std::string deps_dir;  // where npm's onnxruntime-node is (empty: $ANVIL_BENCH_DEPS, then
+                         // bench-deps beside the bin/ directory of anvil)
+  std::string target = "llvm";
+  std::string tuning_records;  // read and counted; tuning is not implemented yet
+  int runs = 50;               // timed runs per side (rounded up to whole blocks)
+  int block = 10;              // runs per block
+  int warmup = 5;              // untimed runs per side before the first block
+  bool ablation = false;       // also time each model with fusion and layout alteration off
+  std::string summary_json;    // write the summary JSON here
+  std::string chart;           // write the PNG chart here
+};
+void bench_command(const BenchOptions& options);
+
+// The five workloads of the paper, by zoo name.
+std::vector<std::string> default_bench_models();
+
+}  // namespace anvil::cli

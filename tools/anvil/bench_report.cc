@@ -1,0 +1,245 @@
+#include "tools/anvil/bench_report.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace anvil::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Milliseconds with three significant decimals at most: 0.209, 20.18, 152.3.
+std::string ms_string(double ms) {
+  return fixed(ms, ms < 1 ? 3 : ms < 100 ? 2 : 1);
+}
+
+// The baselines in the order the rows first name them.
+std::vector<std::string> baselines_of(const BenchReport& r) {
+  std::vector<std::string> names;
+  for (const BenchRow& row : r.rows)
+    if (!row.baseline.empty() && std::find(names.begin(), names.end(), row.baseline) == names.end())
+      names.push_back(row.baseline);
+  return names;
+}
+
+// The (name, threads) pairs in the order the rows first name them.
+std::vector<std::pair<std::string, int>> workloads_of(const BenchReport& r) {
+  std::vector<std::pair<std::string, int>> keys;
+  for (const BenchRow& row : r.rows) {
+    std::pair<std::string, int> k{row.name, row.threads};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  return keys;
+}
+
+std::string table_line(const std::vector<std::string>& cells) {
+  std::string s = "|";
+  for (const std::string& c : cells) s += " " + c + " |";
+  return s + "\n";
+}
+
+std::string separator(size_t columns) {
+  std::string s = "|";
+  for (size_t i = 0; i < columns; ++i) s += (i < 2 ? "---|" : "--:|");
+  return s + "\n";
+}
+
+}  // namespace
+
+std::string cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown CPU";
+}
+
+std::string bench_table(const BenchReport& r) {
+  const std::vector<std::string> baselines = baselines_of(r);
+  std::vector<std::string> header = {"model", "threads", "Anvil ms"};
+  for (const std::string& b : baselines) {
+    header.push_back(b + " ms");
+    header.push_back("speedup");
+  }
+  header.push_back("Anvil GFLOP/s");
+  header.push_back("of peak");
+  std::string s = table_line(header) + separator(header.size());
+  std::vector<std::string> notes;
+  bool contended = false, above_peak = false;
+  for (const auto& [name, threads] : workloads_of(r)) {
+    const BenchRow* first = nullptr;
+    std::vector<std::string> cells = {name, std::to_string(threads), ""};
+    for (const std::string& b : baselines) {
+      const BenchRow* row = nullptr;
+      for (const BenchRow& x : r.rows)
+        if (x.name == name && x.threads == threads && x.baseline == b) row = &x;
+      if (!row) {
+        cells.push_back("");
+        cells.push_back("");
+        continue;
+      }
+      first = first ? first : row;
+      if (row->baseline_ms) {
+        cells.push_back(ms_string(*row->baseline_ms));
+        cells.push_back(fixed(row->speedup(), 2) + "x" + (row->contended() ? " *" : ""));
+        contended = contended || row->contended();
+      } else {
+        notes.push_back("(" + std::to_string(notes.size() + 1) + ") " + name + ", " +
+                        std::to_string(threads) + " thread(s), " + b + ": " + row->note);
+        cells.push_back("-");
+        cells.push_back("(" + std::to_string(notes.size()) + ")");
+      }
+    }
+    if (!first)
+      for (const BenchRow& x : r.rows)
+        if (x.name == name && x.threads == threads) first = &x;
+    cells[2] = ms_string(first->anvil_ms);
+    cells.push_back(fixed(first->gflops, 1));
+    const double peak = r.peak_gflops_per_core * threads;
+    cells.push_back(peak > 0 ? fixed(100 * first->gflops / peak, 1) + "%" : "-");
+    above_peak = above_peak || (peak > 0 && first->gflops > peak);
+    s += table_line(cells);
+  }
+  for (const std::string& n : notes) s += n + "\n";
+  if (above_peak)
+    s += "GFLOP/s counts each convolution's direct FLOPs; Winograd convolutions do fewer, so "
+         "a model that uses them can exceed 100% of peak\n";
+  if (contended)
+    s += "* contended: a median more than twice that side's fastest run (another process was "
+         "using the cores)\n";
+  return s;
+}
+
+std::string ablation_table(const BenchReport& r) {
+  if (r.ablation.empty()) return "";
+  std::string s = table_line({"model", "threads", "fusion + layout ms", "no fusion ms",
+                              "no layout ms", "neither ms"}) +
+                  separator(6);
+  for (const AblationRow& a : r.ablation) {
+    std::vector<std::string> cells = {a.name, std::to_string(a.threads), ms_string(a.ms[0])};
+    for (int i = 1; i < 4; ++i)
+      cells.push_back(ms_string(a.ms[i]) + " (" + fixed(a.ms[i] / a.ms[0], 2) + "x)");
+    s += table_line(cells);
+  }
+  return s;
+}
+
+nlohmann::json summary_json(const BenchReport& r) {
+  nlohmann::json out;
+  out["machine"] = {{"cpu", r.cpu}, {"peak_gflops_per_core", r.peak_gflops_per_core}};
+  out["runs"] = r.runs;
+  out["rows"] = nlohmann::json::array();
+  for (const BenchRow& row : r.rows) {
+    nlohmann::json j = {{"name", row.name},
+                        {"threads", row.threads},
+                        {"anvil_ms", row.anvil_ms},
+                        {"gflops", row.gflops}};
+    const double peak = r.peak_gflops_per_core * row.threads;
+    j["peak_fraction"] = peak > 0 ? row.gflops / peak : 0.0;
+    j["baseline"] = row.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.baseline);
+    if (row.baseline_ms) {
+      j["baseline_ms"] = *row.baseline_ms;
+      j["speedup"] = row.speedup();
+      if (row.contended()) j["contended"] = true;
+    } else if (!row.baseline.empty()) {
+      j["note"] = row.note;
+    }
+    out["rows"].push_back(j);
+  }
+  if (!r.ablation.empty()) {
+    out["ablation"] = nlohmann::json::array();
+    for (const AblationRow& a : r.ablation)
+      out["ablation"].push_back({{"name", a.name},
+                                 {"threads", a.threads},
+                                 {"fuse_layout_ms", a.ms[0]},
+                                 {"no_fuse_ms", a.ms[1]},
+                                 {"no_layout_ms", a.ms[2]},
+                                 {"no_fuse_no_layout_ms", a.ms[3]}});
+  }
+  return out;
+}
+
+void write_chart(const BenchReport& r, const std::string& png) {
+  // The data: one line per model, one column per (baseline, threads); "?" where there is none.
+  std::vector<std::string> models;
+  std::vector<std::pair<std::string, int>> series;
+  std::map<std::pair<std::string, std::pair<std::string, int>>, double> speedup;
+  for (const BenchRow& row : r.rows) {
+    if (!row.baseline_ms) continue;
+    if (std::find(models.begin(), models.end(), row.name) == models.end())
+      models.push_back(row.name);
+    std::pair<std::string, int> s{row.baseline, row.threads};
+    if (std::find(series.begin(), series.end(), s) == series.end()) series.push_back(s);
+    speedup[{row.name, s}] = row.speedup();
+  }
+  if (models.empty()) throw std::runtime_error("chart " + png + ": no row has a speedup to draw");
+  if (png.find('\'') != std::string::npos)
+    throw std::runtime_error("chart " + png + ": the file name may not contain a quote");
+
+  const fs::path dir = fs::temp_directory_path() / ("anvil-chart-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path data = dir / "speedup.dat", script = dir / "speedup.gp", log = dir / "log";
+  {
+    std::ofstream d(data);
+    d << "model";
+    for (const auto& [b, t] : series)
+      d << " \"" << b << ", " << t << (t == 1 ? " thread" : " threads") << "\"";
+    d << "\n";
+    for (const std::string& m : models) {
+      d << m;
+      for (const auto& s : series) {
+        auto it = speedup.find({m, s});
+        d << " " << (it == speedup.end() ? std::string("?") : fixed(it->second, 4));
+      }
+      d << "\n";
+    }
+  }
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 1100,520 font 'sans,11'\n"
+      << "set output '" << png << "'\n"
+      << "set title 'Anvil speedup over each baseline (baseline ms / Anvil ms), batch 1, " << r.cpu
+      << "' noenhanced\n"
+      << "set ylabel 'speedup'\nset yrange [0:*]\nset grid ytics\n"
+      << "set style data histograms\nset style histogram clustered gap 1\n"
+      << "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+      << "set datafile missing '?'\nset key outside right top noenhanced\n"
+      << "set xtics noenhanced\n"
+      << "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 lw 1.5\n"
+      << "plot for [i=2:" << series.size() + 1 << "] '" << data.string()
+      << "' using i:xtic(1) title columnheader(i)\n";
+  }
+  const std::string command = "gnuplot '" + script.string() + "' > '" + log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream l(log);
+  std::stringstream message;
+  message << l.rdbuf();
+  fs::remove_all(dir);
+  if (status != 0) {
+    const bool missing = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+    throw std::runtime_error("chart " + png + ": " +
+                             (missing ? std::string("gnuplot is not installed (Debian package "
+                                                    "gnuplot-nox; make bench installs it)")
+                                      : "gnuplot failed: " + message.str()));
+  }
+}
+
+}  // namespace anvil::cli

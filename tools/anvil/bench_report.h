@@ -1,0 +1,71 @@
+// What `anvil bench` measured, and its three forms: the Markdown tables people read, the summary
+// JSON programs read (../shared/DESIGN.md, "Benchmark results as data"), and a PNG bar chart of
+// the speedups per workload (the paper's figure 14) drawn by gnuplot.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anvil::cli {
+
+// One (model, threads, baseline). Without a baseline time (`baseline_ms` empty) the row says why
+// in `note`: the worker did not start, could not load the model, its outputs disagree.
+struct BenchRow {
+  std::string name;
+  int threads = 1;
+  double anvil_ms = 0;
+  std::string baseline;  // "" when no baseline was asked for
+  std::optional<double> baseline_ms;
+  double gflops = 0;  // Anvil's: the model's FLOPs / anvil_ms
+  std::string note;
+  // The fastest run of each side: a median far above it means another process took the cores.
+  double anvil_min_ms = 0;
+  double baseline_min_ms = 0;
+  double speedup() const { return baseline_ms ? *baseline_ms / anvil_ms : 0; }
+  // Either side's median is more than twice its fastest run.
+  bool contended() const {
+    return (anvil_min_ms > 0 && anvil_ms > 2 * anvil_min_ms) ||
+           (baseline_ms && baseline_min_ms > 0 && *baseline_ms > 2 * baseline_min_ms);
+  }
+};
+
+// One (model, threads) timed with fusion and layout alteration each on and off.
+struct AblationRow {
+  std::string name;
+  int threads = 1;
+  // Median ms: [0] fusion + layout (the default build), [1] no fusion, [2] no layout, [3] neither.
+  double ms[4] = {0, 0, 0, 0};
+};
+
+struct BenchReport {
+  std::string cpu;  // /proc/cpuinfo's model name
+  double peak_gflops_per_core = 0;
+  int runs = 0;  // timed runs per side and row
+  std::vector<BenchRow> rows;
+  std::vector<AblationRow> ablation;
+};
+
+// The CPU's model name ("AMD EPYC 7B13"), or "unknown CPU".
+std::string cpu_name();
+
+// One line per (model, threads): Anvil's median, each baseline's median and speedup (or its
+// note's mark; a '*' when contended), Anvil's GFLOP/s and fraction of the peak; the notes follow
+// the table.
+std::string bench_table(const BenchReport& report);
+
+// One line per (model, threads): the four builds' medians and each one's slowdown against the
+// default. Empty when the report has no ablation.
+std::string ablation_table(const BenchReport& report);
+
+// The summary JSON: {"machine": {...}, "rows": [...]} with one row per (name, threads, baseline)
+// ("contended": true on a contended row), plus "ablation": [...] when there is one.
+nlohmann::json summary_json(const BenchReport& report);
+
+// Draws the speedups as clustered bars (one cluster per model, one bar per baseline and thread
+// count, a dashed line at 1) into `png` with gnuplot. Throws std::runtime_error when gnuplot is
+// missing or fails (with its message), or when no row has a speedup.
+void write_chart(const BenchReport& report, const std::string& png);
+
+}  // namespace anvil::cli
