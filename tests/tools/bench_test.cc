@@ -44,9 +44,10 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
       " --worker absent=/nonexistent/worker --summary-json bench.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("baseline ref interpreter"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("baseline absent did not start: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| model | threads | Anvil ms | ref ms | speedup |"), std::string::npos)
+  EXPECT_NE(r.out.find("| model | threads | baseline | baseline ms | Anvil ms | speedup |"),
+            std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("| dqn | 1 | ref | "), std::string::npos) << r.out;
 
   json summary = read_json(path("bench.json"));
   ASSERT_TRUE(summary.is_object()) << read(path("bench.json"));
@@ -81,7 +82,7 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
     EXPECT_FALSE(row->contains("speedup"));
     ASSERT_TRUE(row->contains("note"));
     EXPECT_NE((*row)["note"].get<std::string>().find(note), std::string::npos) << (*row)["note"];
-    EXPECT_DOUBLE_EQ((*row)["anvil_ms"].get<double>(), anvil_ms);
+    EXPECT_GT((*row)["anvil_ms"].get<double>(), 0);  // Anvil alone
   }
 }
 
@@ -129,14 +130,15 @@ BenchReport sample_report() {
   return r;
 }
 
-TEST(BenchReport, TableHasOneLinePerModelAndThreadsWithNotesBelow) {
+TEST(BenchReport, TableHasOneLinePerRowWithNotesBelow) {
   const std::string table = bench_table(sample_report());
   EXPECT_EQ(table,
-            "| model | threads | Anvil ms | onnxruntime ms | speedup | torch_jit ms | speedup | "
-            "Anvil GFLOP/s | of peak |\n"
-            "|---|---|--:|--:|--:|--:|--:|--:|--:|\n"
-            "| resnet18 | 1 | 20.00 | 60.00 | 3.00x | - | (1) | 90.9 | 90.9% |\n"
-            "| dqn | 2 | 0.200 | 0.250 | 1.25x * |  |  | 70.0 | 35.0% |\n"
+            "| model | threads | baseline | baseline ms | Anvil ms | speedup | Anvil GFLOP/s | "
+            "of peak |\n"
+            "|---|---|---|--:|--:|--:|--:|--:|\n"
+            "| resnet18 | 1 | onnxruntime | 60.00 | 20.00 | 3.00x | 90.9 | 90.9% |\n"
+            "| resnet18 | 1 | torch_jit | - | 20.00 | (1) | 90.9 | 90.9% |\n"
+            "| dqn | 2 | onnxruntime | 0.250 | 0.200 | 1.25x * | 70.0 | 35.0% |\n"
             "(1) resnet18, 1 thread(s), torch_jit: it crashed\n"
             "* contended: a median more than twice that side's fastest run (another process was "
             "using the cores)\n");

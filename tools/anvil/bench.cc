@@ -164,10 +164,39 @@ std::string compare_outputs(const std::vector<runtime::NDArray>& want,
 
 // A baseline taking part in the bench: its worker (null when it did not start) and why not.
 struct Baseline {
-  std::string name;
-  std::unique_ptr<Worker> worker;
-  std::string start_error;
+  std::string name;  // "" for none
+  std::vector<std::string> command;
+  std::string start_error;  // known before starting it: its npm package is missing
+  std::string version;      // from its first worker's greeting
 };
+
+// Busy and total jiffies of all CPUs so far (/proc/stat's first line); {0, 0} when unreadable.
+std::pair<int64_t, int64_t> cpu_jiffies() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  f >> cpu;
+  int64_t busy = 0, total = 0, v = 0;
+  for (int field = 0; field < 8 && f >> v; ++field) {
+    total += v;
+    if (field != 3 && field != 4) busy += v;  // idle and iowait
+  }
+  return {busy, total};
+}
+
+// The threads of the side that just ran spin for a while before they sleep (libgomp's spin
+// lasts about 100 ms under this virtual machine's pause-loop exits); on a machine with as many
+// cores as threads they would slow the next side's runs. So each block waits `pause_ms`, then
+// until the cores have been idle for 30 ms (at most one second).
+void pause_between_blocks(const BenchOptions& o) {
+  if (o.pause_ms <= 0) return;
+  usleep(static_cast<useconds_t>(o.pause_ms * 1000));
+  for (int waited = 0; waited < 1000; waited += 30) {
+    auto [busy0, total0] = cpu_jiffies();
+    usleep(30000);
+    auto [busy1, total1] = cpu_jiffies();
+    if (total1 == total0 || busy1 - busy0 <= 1) return;  // one jiffy: anything else's noise
+  }
+}
 
 std::string threads_string(int t) {
   return std::to_string(t) + (t == 1 ? " thread" : " threads");
@@ -236,7 +265,10 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
     std::vector<double> ignored;
     for (const runtime::Model* model : models) time_anvil(*model, inputs, o.warmup, &ignored);
     while (static_cast<int>(ms[0].size()) < o.runs)
-      for (size_t i = 0; i < models.size(); ++i) time_anvil(*models[i], inputs, o.block, &ms[i]);
+      for (size_t i = 0; i < models.size(); ++i) {
+        pause_between_blocks(o);
+        time_anvil(*models[i], inputs, o.block, &ms[i]);
+      }
     AblationRow row;
     row.name = m.name;
     row.threads = t;
@@ -248,6 +280,68 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
     std::fflush(stdout);
     report->ablation.push_back(row);
   }
+}
+
+// One baseline against Anvil on one model at one thread count: a fresh worker loads the model,
+// its outputs are checked against Anvil's (`want`), then after a warm-up, blocks of runs alternate
+// between the two until each has `o.runs`. Returns the row, with a note instead of a baseline
+// time when the worker cannot start, load, agree or finish.
+BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime::Model& model,
+                    const std::vector<runtime::NDArray>& inputs, const nlohmann::json& input_files,
+                    const std::vector<runtime::NDArray>& want, const BenchOptions& o,
+                    const fs::path& work) {
+  BenchRow row;
+  row.name = m.name;
+  row.threads = threads;
+  row.baseline = b.name;
+  std::vector<double> anvil_ms, baseline_ms, ignored;
+  if (!b.name.empty() && b.start_error.empty()) {
+    row.note = error_of([&] {
+      // A worker per pair: one baseline process at a time, each started for its thread count
+      // (idle runtimes' threads spin, and PyTorch's pool does not shrink and grow cleanly).
+      Worker worker(b.name, b.command);
+      if (b.version.empty()) {
+        b.version = worker.version().empty() ? "(no version)" : worker.version();
+        std::printf("  baseline %s %s\n", b.name.c_str(), b.version.c_str());
+      }
+      const std::string dir =
+          (work / (m.name + "-" + b.name + "-" + std::to_string(threads))).string();
+      fs::create_directories(dir);
+      worker.request(
+          {{"op", "load"}, {"model", m.onnx}, {"threads", threads}, {"inputs", input_files}},
+          kLoadTimeout);
+      nlohmann::json answer = worker.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
+      std::string differs = compare_outputs(want, answer.at("outputs"));
+      if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
+      auto time_baseline = [&](int runs, std::vector<double>* ms) {
+        answer = worker.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
+        for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
+      };
+      time_anvil(model, inputs, o.warmup, &ignored);
+      time_baseline(o.warmup, &ignored);
+      while (static_cast<int>(anvil_ms.size()) < o.runs) {
+        pause_between_blocks(o);
+        time_anvil(model, inputs, o.block, &anvil_ms);
+        pause_between_blocks(o);
+        time_baseline(o.block, &baseline_ms);
+      }
+    });
+  } else {
+    row.note = b.start_error;
+  }
+  // Without a baseline time Anvil is timed alone.
+  if (!row.note.empty() || anvil_ms.empty()) {
+    anvil_ms.clear();
+    time_anvil(model, inputs, o.warmup, &ignored);
+    time_anvil(model, inputs, o.runs, &anvil_ms);
+  }
+  row.anvil_ms = median(anvil_ms);
+  row.anvil_min_ms = *std::min_element(anvil_ms.begin(), anvil_ms.end());
+  if (row.note.empty() && !b.name.empty()) {
+    row.baseline_ms = median(baseline_ms);
+    row.baseline_min_ms = *std::min_element(baseline_ms.begin(), baseline_ms.end());
+  }
+  return row;
 }
 
 void bench_model(const BenchModel& m, const BenchOptions& o, const Target& target,
@@ -274,82 +368,33 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
     input_files[t.name] = file;
   }
 
+  Baseline none;  // for --baselines none: Anvil alone
+  std::vector<Baseline*> sides;
+  for (Baseline& b : baselines) sides.push_back(&b);
+  if (sides.empty()) sides.push_back(&none);
   for (int t : o.threads) {
     AnvilSetNumThreads(t);
     const std::vector<runtime::NDArray> want =
         with_exit_code(kRuntime, "running " + m.name, [&] { return base.model.run(inputs); });
-
-    // Load each baseline and check its outputs; those that fail get a note instead of a time.
-    std::map<std::string, std::string> notes;
-    std::vector<Baseline*> timed;
-    for (Baseline& b : baselines) {
-      if (!b.worker) {
-        notes[b.name] = b.start_error;
-        continue;
-      }
-      const std::string dir = (work / (m.name + "-" + b.name + "-" + std::to_string(t))).string();
-      fs::create_directories(dir);
-      std::string error = error_of([&] {
-        if (!b.worker->alive()) throw std::runtime_error("the worker stopped earlier in this run");
-        b.worker->request(
-            {{"op", "load"}, {"model", m.onnx}, {"threads", t}, {"inputs", input_files}},
-            kLoadTimeout);
-        nlohmann::json answer =
-            b.worker->request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
-        std::string differs = compare_outputs(want, answer.at("outputs"));
-        if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
+    std::string line;
+    for (Baseline* b : sides) {
+      BenchRow row = with_exit_code(kRuntime, "running " + m.name, [&] {
+        return bench_pair(m, t, *b, base.model, inputs, input_files, want, o, work);
       });
-      if (error.empty())
-        timed.push_back(&b);
+      row.gflops = flops / (row.anvil_ms * 1e6);
+      char buf[200];
+      if (row.baseline_ms)
+        std::snprintf(buf, sizeof buf, "; %s %.3f ms, Anvil %.3f ms: %.2fx", b->name.c_str(),
+                      *row.baseline_ms, row.anvil_ms, row.speedup());
+      else if (!b->name.empty())
+        std::snprintf(buf, sizeof buf, "; %s: no time (see the notes), Anvil %.3f ms",
+                      b->name.c_str(), row.anvil_ms);
       else
-        notes[b.name] = error;
-    }
-
-    // Warm-up, then blocks that alternate between Anvil and each baseline.
-    std::vector<double> anvil_ms, ignored;
-    std::map<std::string, std::vector<double>> baseline_ms;
-    auto time_baseline = [&](Baseline* b, int runs, std::vector<double>* ms) {
-      std::string error = error_of([&] {
-        nlohmann::json answer = b->worker->request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
-        for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
-      });
-      if (!error.empty()) {
-        notes[b->name] = error;
-        timed.erase(std::find(timed.begin(), timed.end(), b));
-      }
-    };
-    time_anvil(base.model, inputs, o.warmup, &ignored);
-    for (Baseline* b : std::vector<Baseline*>(timed)) time_baseline(b, o.warmup, &ignored);
-    while (static_cast<int>(anvil_ms.size()) < o.runs) {
-      time_anvil(base.model, inputs, o.block, &anvil_ms);
-      for (Baseline* b : std::vector<Baseline*>(timed))
-        time_baseline(b, o.block, &baseline_ms[b->name]);
-    }
-
-    const double anvil = median(anvil_ms);
-    std::printf("  %s: Anvil %.3f ms", threads_string(t).c_str(), anvil);
-    auto add_row = [&](const std::string& baseline) {
-      BenchRow row;
-      row.name = m.name;
-      row.threads = t;
-      row.anvil_ms = anvil;
-      row.gflops = flops / (anvil * 1e6);
-      row.baseline = baseline;
-      row.anvil_min_ms = *std::min_element(anvil_ms.begin(), anvil_ms.end());
-      if (notes.count(baseline)) {
-        row.note = notes[baseline];
-        std::printf(", %s: no time (see the notes)", baseline.c_str());
-      } else if (!baseline.empty()) {
-        row.baseline_ms = median(baseline_ms[baseline]);
-        row.baseline_min_ms =
-            *std::min_element(baseline_ms[baseline].begin(), baseline_ms[baseline].end());
-        std::printf(", %s %.3f ms (%.2fx)", baseline.c_str(), *row.baseline_ms, row.speedup());
-      }
+        std::snprintf(buf, sizeof buf, "; Anvil %.3f ms", row.anvil_ms);
+      line += buf;
       report->rows.push_back(row);
-    };
-    if (baselines.empty()) add_row("");
-    for (const Baseline& b : baselines) add_row(b.name);
-    std::printf("\n");
+    }
+    std::printf("  %s%s\n", threads_string(t).c_str(), line.c_str());
     std::fflush(stdout);
   }
   if (o.ablation) ablate(g, m, target, base, inputs, o, work, report);
@@ -417,17 +462,13 @@ void bench_command(const BenchOptions& o) {
   for (const std::string& name : names) {
     Baseline b;
     b.name = name;
-    const std::vector<std::string>& command = commands.at(name);
+    b.command = commands.at(name);
     const bool builtin =
         std::none_of(o.workers.begin(), o.workers.end(),
                      [&](const std::string& w) { return w.rfind(name + "=", 0) == 0; });
-    b.start_error = name == "onnxruntime" && builtin ? missing_onnxruntime(command) : "";
-    if (b.start_error.empty())
-      b.start_error = error_of([&] { b.worker = std::make_unique<Worker>(name, command); });
-    if (b.worker)
-      std::printf("baseline %s %s\n", name.c_str(), b.worker->version().c_str());
-    else
-      std::printf("baseline %s did not start: %s\n", name.c_str(), b.start_error.c_str());
+    if (name == "onnxruntime" && builtin) b.start_error = missing_onnxruntime(b.command);
+    if (!b.start_error.empty())
+      std::printf("baseline %s cannot start: %s\n", name.c_str(), b.start_error.c_str());
     baselines.push_back(std::move(b));
   }
   std::fflush(stdout);

@@ -5,7 +5,8 @@
 // the same inputs. Per thread count: every side runs once and the baselines' outputs are compared
 // with Anvil's (a row whose outputs disagree carries a note, not a time); then after a warm-up,
 // blocks of `block` timed runs alternate between Anvil and each baseline until each side has
-// `runs`. Medians are reported; speedup = baseline ms / Anvil ms.
+// `runs`, each block after a pause in which the threads of the side before go to sleep. Medians are
+// reported; speedup = baseline ms / Anvil ms.
 #pragma once
 
 #include <string>
@@ -27,9 +28,10 @@ struct BenchOptions {
   int runs = 50;               // timed runs per side (rounded up to whole blocks)
   int block = 10;              // runs per block
   int warmup = 5;              // untimed runs per side before the first block
-  bool ablation = false;       // also time each model with fusion and layout alteration off
-  std::string summary_json;    // write the summary JSON here
-  std::string chart;           // write the PNG chart here
+  int pause_ms = 20;         // idle time before each block, then until the cores are idle (0: none)
+  bool ablation = false;     // also time each model with fusion and layout alteration off
+  std::string summary_json;  // write the summary JSON here
+  std::string chart;         // write the PNG chart here
 };
 void bench_command(const BenchOptions& options);
 

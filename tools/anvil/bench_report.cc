@@ -28,34 +28,16 @@ std::string ms_string(double ms) {
   return fixed(ms, ms < 1 ? 3 : ms < 100 ? 2 : 1);
 }
 
-// The baselines in the order the rows first name them.
-std::vector<std::string> baselines_of(const BenchReport& r) {
-  std::vector<std::string> names;
-  for (const BenchRow& row : r.rows)
-    if (!row.baseline.empty() && std::find(names.begin(), names.end(), row.baseline) == names.end())
-      names.push_back(row.baseline);
-  return names;
-}
-
-// The (name, threads) pairs in the order the rows first name them.
-std::vector<std::pair<std::string, int>> workloads_of(const BenchReport& r) {
-  std::vector<std::pair<std::string, int>> keys;
-  for (const BenchRow& row : r.rows) {
-    std::pair<std::string, int> k{row.name, row.threads};
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  }
-  return keys;
-}
-
 std::string table_line(const std::vector<std::string>& cells) {
   std::string s = "|";
   for (const std::string& c : cells) s += " " + c + " |";
   return s + "\n";
 }
 
-std::string separator(size_t columns) {
+// Names in the first `left` columns, left-aligned; numbers after them, right-aligned.
+std::string separator(size_t columns, size_t left) {
   std::string s = "|";
-  for (size_t i = 0; i < columns; ++i) s += (i < 2 ? "---|" : "--:|");
+  for (size_t i = 0; i < columns; ++i) s += (i < left ? "---|" : "--:|");
   return s + "\n";
 }
 
@@ -73,49 +55,35 @@ std::string cpu_name() {
 }
 
 std::string bench_table(const BenchReport& r) {
-  const std::vector<std::string> baselines = baselines_of(r);
-  std::vector<std::string> header = {"model", "threads", "Anvil ms"};
-  for (const std::string& b : baselines) {
-    header.push_back(b + " ms");
-    header.push_back("speedup");
-  }
-  header.push_back("Anvil GFLOP/s");
-  header.push_back("of peak");
-  std::string s = table_line(header) + separator(header.size());
+  std::string s = table_line({"model", "threads", "baseline", "baseline ms", "Anvil ms", "speedup",
+                              "Anvil GFLOP/s", "of peak"}) +
+                  separator(8, 3);
   std::vector<std::string> notes;
   bool contended = false, above_peak = false;
-  for (const auto& [name, threads] : workloads_of(r)) {
-    const BenchRow* first = nullptr;
-    std::vector<std::string> cells = {name, std::to_string(threads), ""};
-    for (const std::string& b : baselines) {
-      const BenchRow* row = nullptr;
-      for (const BenchRow& x : r.rows)
-        if (x.name == name && x.threads == threads && x.baseline == b) row = &x;
-      if (!row) {
-        cells.push_back("");
-        cells.push_back("");
-        continue;
-      }
-      first = first ? first : row;
-      if (row->baseline_ms) {
-        cells.push_back(ms_string(*row->baseline_ms));
-        cells.push_back(fixed(row->speedup(), 2) + "x" + (row->contended() ? " *" : ""));
-        contended = contended || row->contended();
-      } else {
-        notes.push_back("(" + std::to_string(notes.size() + 1) + ") " + name + ", " +
-                        std::to_string(threads) + " thread(s), " + b + ": " + row->note);
+  for (const BenchRow& row : r.rows) {
+    std::vector<std::string> cells = {row.name, std::to_string(row.threads),
+                                      row.baseline.empty() ? "-" : row.baseline};
+    if (row.baseline_ms) {
+      cells.push_back(ms_string(*row.baseline_ms));
+      cells.push_back(ms_string(row.anvil_ms));
+      cells.push_back(fixed(row.speedup(), 2) + "x" + (row.contended() ? " *" : ""));
+      contended = contended || row.contended();
+    } else {
+      cells.push_back("-");
+      cells.push_back(ms_string(row.anvil_ms));
+      if (row.baseline.empty()) {
         cells.push_back("-");
+      } else {
+        notes.push_back("(" + std::to_string(notes.size() + 1) + ") " + row.name + ", " +
+                        std::to_string(row.threads) + " thread(s), " + row.baseline + ": " +
+                        row.note);
         cells.push_back("(" + std::to_string(notes.size()) + ")");
       }
     }
-    if (!first)
-      for (const BenchRow& x : r.rows)
-        if (x.name == name && x.threads == threads) first = &x;
-    cells[2] = ms_string(first->anvil_ms);
-    cells.push_back(fixed(first->gflops, 1));
-    const double peak = r.peak_gflops_per_core * threads;
-    cells.push_back(peak > 0 ? fixed(100 * first->gflops / peak, 1) + "%" : "-");
-    above_peak = above_peak || (peak > 0 && first->gflops > peak);
+    cells.push_back(fixed(row.gflops, 1));
+    const double peak = r.peak_gflops_per_core * row.threads;
+    cells.push_back(peak > 0 ? fixed(100 * row.gflops / peak, 1) + "%" : "-");
+    above_peak = above_peak || (peak > 0 && row.gflops > peak);
     s += table_line(cells);
   }
   for (const std::string& n : notes) s += n + "\n";
@@ -132,7 +100,7 @@ std::string ablation_table(const BenchReport& r) {
   if (r.ablation.empty()) return "";
   std::string s = table_line({"model", "threads", "fusion + layout ms", "no fusion ms",
                               "no layout ms", "neither ms"}) +
-                  separator(6);
+                  separator(6, 2);
   for (const AblationRow& a : r.ablation) {
     std::vector<std::string> cells = {a.name, std::to_string(a.threads), ms_string(a.ms[0])};
     for (int i = 1; i < 4; ++i)

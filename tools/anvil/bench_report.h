@@ -10,8 +10,9 @@
 
 namespace anvil::cli {
 
-// One (model, threads, baseline). Without a baseline time (`baseline_ms` empty) the row says why
-// in `note`: the worker did not start, could not load the model, its outputs disagree.
+// One (model, threads, baseline): the medians of the two sides' runs, interleaved. Without a
+// baseline time (`baseline_ms` empty) the row says why in `note` (the worker did not start, could
+// not load the model, its outputs disagree), and Anvil was timed alone.
 struct BenchRow {
   std::string name;
   int threads = 1;
@@ -50,9 +51,9 @@ struct BenchReport {
 // The CPU's model name ("AMD EPYC 7B13"), or "unknown CPU".
 std::string cpu_name();
 
-// One line per (model, threads): Anvil's median, each baseline's median and speedup (or its
-// note's mark; a '*' when contended), Anvil's GFLOP/s and fraction of the peak; the notes follow
-// the table.
+// One line per row: the baseline's median, the median of the Anvil runs interleaved with it, the
+// speedup (or the mark of the row's note; a '*' when contended), Anvil's GFLOP/s and fraction of
+// the peak; the notes follow the table.
 std::string bench_table(const BenchReport& report);
 
 // One line per (model, threads): the four builds' medians and each one's slowdown against the

@@ -210,6 +210,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(0, 1000000));
+  b->add_option("--pause-ms", bench.pause_ms,
+                "Idle time before each block (then until the cores are idle, at most 1 s), so that "
+                "the threads of the side before have stopped spinning; 0: no pause")
+      ->capture_default_str()
+      ->type_name("MS")
+      ->check(CLI::Range(0, 10000));
   b->add_flag("--ablation", bench.ablation,
               "Also time each model with fusion and layout alteration off (Anvil alone)");
   b->add_option("--summary-json", bench.summary_json, "Write the figures as JSON")
