@@ -37,6 +37,10 @@
 //   unroll_kw: 0. When it is unrolled, LLVM keeps the broadcasts that neighbouring taps share
 //   live across the whole kernel width and spills them (30% of peak on 3x3 56x56 64->64).
 //
+//   oh_group: 0 (all rows), but when at least 4 channel tiles each sweep an input larger than 3/8
+//   of L2 and the weight exceeds a quarter of it, the output rows go in groups whose input rows
+//   fill a quarter of L2, the channel tiles inside.
+//
 //   inline_pad: 0. The padded source is a stage at the root, its rows in parallel (inlined
 //   selects measured 20-40% slower: one compare per broadcast).
 //
@@ -60,6 +64,7 @@ namespace {
 
 struct Knobs {
   int64_t oc_tile = 1, ow_block = 1, unroll_kw = 1, unroll_ib = 1;
+  int64_t oh_group = 0;    // output rows per group (0: all): groups outside the channel tiles
   int64_t inline_pad = 0;  // 1: the padding is a select inside the convolution, not a stage
 };
 
@@ -90,6 +95,16 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   k.ow_block = balanced_block(c.OW, acc / (k.oc_tile * v));
   k.unroll_kw = 0;
   k.unroll_ib = c.ob < lanes ? 1 : 0;
+  // A large weight against a large input: each channel tile sweeps the whole input, and
+  // an input of about L2's size stayed in L2 or not depending on where its pages landed (1x1 512
+  // -> 512 at 14x14: 1.06 or 1.6 ms from one process to the next). Rows in groups whose input
+  // takes a quarter of L2 keep it there; the weight is then read once per group.
+  const int64_t row_bytes = c.ic_blocks * c.ib * c.KH * c.OW * 4;
+  const int64_t weight_bytes = c.OB * c.ob * c.ic_blocks * c.ib * c.KH * c.KW * 4;
+  constexpr int64_t kL2 = 512 * 1024;
+  const int64_t oc_tiles = ceil_div(c.OB, k.oc_tile);
+  if (oc_tiles >= 4 && weight_bytes > kL2 / 4 && row_bytes * c.OH > kL2 * 3 / 8)
+    k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, kL2 / 4 / row_bytes));
   return k;
 }
 
@@ -100,6 +115,8 @@ Knobs knobs_from(const ConvShape& c, const Target& target, const Config& config)
   k.unroll_kw = knob(config, "unroll_kw", k.unroll_kw);
   k.unroll_ib = knob(config, "unroll_ib", k.unroll_ib);
   k.inline_pad = knob(config, "inline_pad", k.inline_pad);
+  k.oh_group = std::clamp<int64_t>(knob(config, "oh_group", k.oh_group), 0, c.OH);
+  if (k.oh_group >= c.OH) k.oh_group = 0;
   return k;
 }
 
@@ -122,6 +139,7 @@ ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
   if (!c.depthwise) {
     space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 4}, c.OB)});
     space.push_back({"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)});
+    space.push_back({"oh_group", with_default(d.oh_group, {0, 1, 2, 4, 7, 8}, c.OH - 1)});
   }
   return space;
 }
@@ -174,11 +192,16 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
   IterVar oco = ax[1], oci;
   if (k.oc_tile > 1) std::tie(oco, oci) = so.split(ax[1], k.oc_tile);
   auto [wo, wi] = so.split(ax[3], k.ow_block);
-  std::vector<IterVar> order_out = {ax[0], oco, ax[2], wo};
+  IterVar oh = ax[2], oho;
+  if (k.oh_group > 0) std::tie(oho, oh) = so.split(ax[2], k.oh_group);
+  std::vector<IterVar> order_out = {ax[0]};
+  if (oho.defined()) order_out.push_back(oho);
+  order_out.insert(order_out.end(), {oco, oh, wo});
   if (oci.defined()) order_out.push_back(oci);
   order_out.insert(order_out.end(), {wi, ax[4]});
   so.reorder(order_out);
-  IterVar fused = so.fuse(so.fuse(ax[0], oco), ax[2]);
+  IterVar fused = oho.defined() ? so.fuse(ax[0], oho) : ax[0];
+  fused = so.fuse(so.fuse(fused, oco), oh);
   so.parallel(fused);
   for (const te::Tensor& t : sources) {
     te::Stage st = s[t];

@@ -211,6 +211,8 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
   check(c, opts(3, {{"oc_tile", 2}, {"ow_block", 7}, {"unroll_kw", 0}, {"unroll_ib", 0}}));
   check(c, opts(4, {{"oc_tile", 4}, {"ow_block", 12}, {"unroll_kw", 1}, {"unroll_ib", 0}}));
   check(c, opts(6, {{"oc_tile", 3}, {"ow_block", 29}, {"inline_pad", 1}, {"unroll_ib", 0}}));
+  // Output rows in groups of 3 (7 rows: 3, 3, 1) outside the channel tiles, two images.
+  check(c, opts(7, {{"oc_tile", 2}, {"ow_block", 8}, {"oh_group", 3}}));
   // Each knob of the space moved away from the default computes the same result.
   Conv s{.C = 16,
          .H = 3,
@@ -223,7 +225,7 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
          .strides = {1, 2},
          .pads = {1, 1, 1, 1}};
   ConfigSpace space = lookup(s.op()).space(s.types(), s.attrs(), Target::host());
-  ASSERT_EQ(space.size(), 5u);
+  ASSERT_EQ(space.size(), 6u);
   uint32_t seed = 10;
   for (const Knob& k : space) {
     EXPECT_GT(k.values.size(), 1u) << k.name;
@@ -294,6 +296,13 @@ TEST(Conv2dNchwc, DefaultRule) {
   d = defaults(dw, avx512);
   EXPECT_EQ(d["ow_block"], 4);
   EXPECT_EQ(d["inline_pad"], 1);
+  // Rows in groups when a large weight meets a large input: MobileNet's 1x1 512 -> 512 at 14x14
+  // (1 MiB of weight, 392 KiB of input: groups of 4 rows, 112 KiB of input each); not when
+  // either is small (ResNet's 3x3 64 -> 64 at 56x56: 144 KiB of weight).
+  Conv pw{.C = 512, .H = 14, .W = 14, .O = 512, .KH = 1, .KW = 1, .ib = 16, .ob = 16};
+  EXPECT_EQ(defaults(pw, avx512)["oh_group"], 4);
+  EXPECT_EQ(defaults(c2, avx512)["oh_group"], 0);
+  EXPECT_EQ(defaults(c12, avx512)["oh_group"], 0);
 }
 
 // The micro-kernel: broadcast FMAs from memory, no gathers.
