@@ -96,9 +96,12 @@ double op_flops(const std::string& op, const std::vector<ops::TensorType>& in,
     return 2 * numel(need(false, 0, 0)) * static_cast<double>(k);
   }
   if (op == "lstm" || op == "gru") {
-    const std::vector<int64_t>& x = need(true, 0, 3);  // [seq, batch, I]
-    return 2 * static_cast<double>(x[0] * x[1]) *
-           (numel(need(true, 1, 3)) + numel(need(true, 2, 3)));
+    // From X and Y: W and R may be packed into panels (alter_layout).
+    const std::vector<int64_t>& x = need(true, 0, 3);   // [seq, batch, I]
+    const std::vector<int64_t>& y = need(false, 0, 4);  // [seq, dirs, batch, H]
+    const double dirs = static_cast<double>(y[1]), H = static_cast<double>(y[3]);
+    const double G = (op == "lstm" ? 4 : 3) * H;
+    return 2 * static_cast<double>(x[0] * x[1]) * dirs * G * (static_cast<double>(x[2]) + H);
   }
 
   // Windows and reductions.

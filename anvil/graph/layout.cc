@@ -1,4 +1,5 @@
-// Layout alteration (passes.h): convolutions move to NCHW[x]c (anvil/ops/nchwc.h).
+// Layout alteration (passes.h): convolutions move to NCHW[x]c (anvil/ops/nchwc.h), constant
+// dense weights to packed panels.
 //
 // Every old value has up to two forms in the new graph: its NCHW form (the value as the old graph
 // has it) and a blocked form (NCHW[b]c, with its block b and its true channel count). Both are
@@ -12,6 +13,9 @@
 //     *_pack_weight node (fold_constants turns it into a packed constant), the bias becomes an
 //     add of a [1, O'/ob, 1, 1, ob] constant (zero in the padded channels). Convolutions whose
 //     weight or bias is not a constant stay in NCHW.
+//   * dense with a constant float32 weight -> dense_packed over dense_pack_weight (panels of
+//     ops::kDefaultPanel columns), which fold_constants packs once; lstm with constant W and R
+//     -> lstm with packed_weights = 1 over dense_pack_weight of each.
 //   * Element-wise ops whose inputs all have blocked forms of one block and one (old) shape run
 //     blocked: relu, clip, sigmoid, tanh, add, sub, mul, maximum, minimum. Padded channels hold
 //     whatever these compute from zeros (finite: none of them makes an infinity or NaN out of
@@ -27,6 +31,7 @@
 
 #include "anvil/graph/passes.h"
 #include "anvil/ops/nchwc.h"
+#include "anvil/ops/recurrent_dense.h"
 #include "anvil/ops/winograd.h"
 #include "anvil/support/error.h"
 
@@ -59,7 +64,7 @@ class LayoutRewriter {
   Graph run() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
-      if (try_conv(n) || try_elementwise(n) || try_pool(n)) continue;
+      if (try_conv(n) || try_dense(n) || try_lstm(n) || try_elementwise(n) || try_pool(n)) continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
       std::vector<std::string> names;
@@ -198,6 +203,57 @@ class LayoutRewriter {
                          {v, bias}, {out().unique_name(yname)})[0];
     }
     set_blocked(n.outputs[0], v, ob, O);
+    return true;
+  }
+
+  // dense(x, W[, b]) with a constant float32 weight -> dense_packed(x, dense_pack_weight(W)[, b]):
+  // the weight's panels are packed once, by fold_constants, instead of on every call.
+  bool try_dense(const Node& n) {
+    if (n.op != "dense" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+    const Value& x = g_.value(n.inputs[0]);
+    const Value& w = g_.value(n.inputs[1]);
+    if (w.kind != ValueKind::kConstant || w.type.dtype != ir::DataType::Float32() ||
+        x.type.dtype != ir::DataType::Float32() || x.type.shape.size() != 2)
+      return false;
+    ValueId wp = out().add(out().unique_name(n.name + "_pack_weight"), "dense_pack_weight",
+                           ops::Attrs("dense_pack_weight", {{"block", ops::kDefaultPanel}}),
+                           {rw_.map(n.inputs[1])});
+    std::vector<ValueId> ins = {nchw(n.inputs[0]), wp};
+    if (n.inputs.size() > 2) ins.push_back(nchw(n.inputs[2]));
+    const Value& y = g_.value(n.outputs[0]);
+    ValueId v = out().add_node(out().unique_name(n.name), "dense_packed",
+                               ops::Attrs("dense_packed", {{"units", w.type.shape[0]}}), ins,
+                               {out().unique_name(y.name)})[0];
+    set_nchw(n.outputs[0], v);
+    return true;
+  }
+
+  // lstm with constant W and R: both packed into panels (packed_weights = 1), once, by
+  // fold_constants, instead of on every call.
+  bool try_lstm(const Node& n) {
+    if (n.op != "lstm" || n.attrs.get_int("packed_weights", 0) != 0 || n.inputs.size() < 3)
+      return false;
+    // Inputs X, W, R are the first three whatever 'present' says (they are required).
+    for (int i : {1, 2})
+      if (g_.value(n.inputs[i]).kind != ValueKind::kConstant) return false;
+    std::vector<ValueId> ins;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (i != 1 && i != 2) {
+        ins.push_back(nchw(n.inputs[i]));
+        continue;
+      }
+      ins.push_back(out().add(out().unique_name(n.name + (i == 1 ? "_pack_W" : "_pack_R")),
+                              "dense_pack_weight",
+                              ops::Attrs("dense_pack_weight", {{"block", ops::kDefaultPanel}}),
+                              {rw_.map(n.inputs[i])}));
+    }
+    ops::Attrs attrs = n.attrs;
+    attrs.set("packed_weights", int64_t{1});
+    std::vector<std::string> names;
+    for (ValueId v : n.outputs) names.push_back(out().unique_name(g_.value(v).name));
+    std::vector<ValueId> outs =
+        out().add_node(out().unique_name(n.name), "lstm", attrs, ins, names);
+    for (size_t i = 0; i < outs.size(); ++i) set_nchw(n.outputs[i], outs[i]);
     return true;
   }
 

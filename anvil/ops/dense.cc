@@ -7,7 +7,8 @@
 //                                                                    -> [batch.., M, N]
 //   batch_matmul  A [B, M, K] . B [B, K, N] (trans_a, trans_b), batch sizes equal or 1
 //                                                                    -> [B, M, N]
-//   dense_pack_weight  weight [N, K] -> [ceil(N/nb), K, nb] (zero past N), attribute block = nb
+//   dense_pack_weight  weight [batch.., N, K] -> [batch.., ceil(N/nb), K, nb] (zero past N),
+//                 attribute block = nb
 //                 (default 16: one AVX-512 vector of float32, two AVX2 vectors, a 64-byte cache
 //                 line per panel row), pattern injective: a constant weight is packed once, ahead
 //   dense_packed  x [M, K], packed [ceil(N/nb), K, nb] (nb read from the shape), optional bias [N],
@@ -609,8 +610,12 @@ std::vector<TensorType> pack_weight_infer(const std::vector<TensorType>& in, con
   ANVIL_CHECK(in[0].dtype == DataType::Float32(), op, ": input 'weight' must be float32, not ",
               in[0].dtype);
   const std::vector<int64_t>& w = in[0].shape;
-  ANVIL_CHECK(w.size() == 2, op, ": input 'weight' must have rank 2 [N, K], got ", shape_str(w));
-  return {{{(w[0] + nb - 1) / nb, w[1], nb}, DataType::Float32()}};
+  ANVIL_CHECK(w.size() >= 2, op, ": input 'weight' must have rank 2 or more [batch.., N, K], got ",
+              shape_str(w));
+  std::vector<int64_t> out(w.begin(), w.end() - 2);
+  const int64_t N = w[w.size() - 2], K = w.back();
+  out.insert(out.end(), {(N + nb - 1) / nb, K, nb});
+  return {{out, DataType::Float32()}};
 }
 
 // dense_packed: x [M, K], packed [ceil(N/nb), K, nb], optional bias [N]; attribute 'units' = N.
@@ -691,21 +696,29 @@ void register_packed_dense() {
   pack.pattern = Pattern::kInjective;
   pack.infer = pack_weight_infer;
   pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-    int64_t n = shape_of(in[0])[0];
+    std::vector<int64_t> shape = shape_of(in[0]);
+    int64_t n = shape[shape.size() - 2];
     return std::vector<te::Tensor>{
         pack_panels(in[0], pack_block("dense_pack_weight", attrs), 0, n, "dense_pack_weight")};
   };
   pack.reference = [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     int64_t nb = pack_block("dense_pack_weight", attrs);
-    int64_t N = in[0].shape()[0], K = in[0].shape()[1], panels = (N + nb - 1) / nb;
-    runtime::NDArray out = runtime::NDArray::empty({panels, K, nb}, runtime::dl_float32());
-    for (int64_t no = 0; no < panels; ++no)
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t ni = 0; ni < nb; ++ni) {
-          int64_t n = no * nb + ni;
-          out.data_as<float>()[(no * K + k) * nb + ni] =
-              n < N ? in[0].data_as<float>()[n * K + k] : 0.0f;
-        }
+    const std::vector<int64_t>& shape = in[0].shape();
+    int64_t N = shape[shape.size() - 2], K = shape.back(), panels = (N + nb - 1) / nb;
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < shape.size(); ++d) batch *= shape[d];
+    std::vector<int64_t> out_shape(shape.begin(), shape.end() - 2);
+    out_shape.insert(out_shape.end(), {panels, K, nb});
+    runtime::NDArray out = runtime::NDArray::empty(out_shape, runtime::dl_float32());
+    const float* w = in[0].data_as<float>();
+    float* o = out.data_as<float>();
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t no = 0; no < panels; ++no)
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t ni = 0; ni < nb; ++ni) {
+            int64_t n = no * nb + ni;
+            o[((b * panels + no) * K + k) * nb + ni] = n < N ? w[(b * N + n) * K + k] : 0.0f;
+          }
     return std::vector<runtime::NDArray>{out};
   };
   pack.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,

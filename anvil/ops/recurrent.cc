@@ -11,6 +11,8 @@
 //
 // Attributes:
 //   hidden_size (required), direction ("forward", "reverse", "bidirectional"; default forward),
+//   packed_weights (lstm, 0/1: W and R are packed into panels of 16 gate rows, [dirs, ceil(G/16),
+//   input or hidden, 16], as dense_pack_weight packs; alter_layout packs constant weights so),
 //   clip (optional: gate pre-activations are clamped to [-clip, clip] before their activation;
 //   the tanh of the lstm cell state is not clipped), input_forget (lstm, 0/1: f = 1 - i),
 //   linear_before_reset (gru, 0/1), activations (one string, comma-separated; only the defaults
@@ -37,6 +39,7 @@
 
 #include "anvil/ops/families.h"
 #include "anvil/ops/recurrent_common.h"
+#include "anvil/ops/recurrent_dense.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -90,6 +93,7 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   }
   if (r.lstm) {
     r.input_forget = flag(attrs, op, "input_forget");
+    r.packed = flag(attrs, op, "packed_weights");
   } else {
     r.linear_before_reset = flag(attrs, op, "linear_before_reset");
   }
@@ -165,8 +169,19 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   };
   const char* dirs_note = r.dirs == 2 ? "(bidirectional, " : "(";
   std::string hs = std::string(dirs_note) + "hidden_size " + std::to_string(r.hidden);
-  expect(kW, {r.dirs, G, r.input}, (hs + ", input_size of X)").c_str());
-  expect(kR, {r.dirs, G, r.hidden}, (hs + ")").c_str());
+  if (r.packed) {
+    const int64_t panels = (G + kDefaultPanel - 1) / kDefaultPanel;
+    expect(kW, {r.dirs, panels, r.input, kDefaultPanel},
+           (hs + ", input_size of X; packed_weights: panels of " + std::to_string(kDefaultPanel) +
+            " gate rows)")
+               .c_str());
+    expect(kR, {r.dirs, panels, r.hidden, kDefaultPanel},
+           (hs + "; packed_weights: panels of " + std::to_string(kDefaultPanel) + " gate rows)")
+               .c_str());
+  } else {
+    expect(kW, {r.dirs, G, r.input}, (hs + ", input_size of X)").c_str());
+    expect(kR, {r.dirs, G, r.hidden}, (hs + ")").c_str());
+  }
   expect(kB, {r.dirs, 2 * G}, (hs + ")").c_str());
   expect(kInitialH, {r.dirs, r.batch, r.hidden}, (hs + ", batch of X)").c_str());
   expect(kInitialC, {r.dirs, r.batch, r.hidden}, (hs + ", batch of X)").c_str());
@@ -177,6 +192,20 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
 }  // namespace recurrent
 
 namespace {
+
+// [dirs, panels, K, nb] (panels of nb rows) -> [dirs, rows, K].
+runtime::NDArray unpack_panels(const runtime::NDArray& packed, int64_t rows) {
+  const std::vector<int64_t>& s = packed.shape();
+  const int64_t dirs = s[0], panels = s[1], K = s[2], nb = s[3];
+  runtime::NDArray out = runtime::NDArray::empty({dirs, rows, K}, runtime::dl_float32());
+  const float* p = packed.data_as<float>();
+  float* o = out.data_as<float>();
+  for (int64_t d = 0; d < dirs; ++d)
+    for (int64_t g = 0; g < rows; ++g)
+      for (int64_t k = 0; k < K; ++k)
+        o[(d * rows + g) * K + k] = p[((d * panels + g / nb) * K + k) * nb + g % nb];
+  return out;
+}
 
 std::vector<TensorType> rnn_infer(const Rnn& r) {
   TensorType y{{r.seq, r.dirs, r.batch, r.hidden}, ir::DataType::Float32()};
@@ -296,7 +325,17 @@ void register_rnn(const std::string& name) {
   def.reference = [name](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     std::vector<TensorType> types;
     for (const runtime::NDArray& a : in) types.push_back({a.shape(), ir::DataType::Float32()});
-    return rnn_reference(analyze(name, types, attrs), in);
+    Rnn r = analyze(name, types, attrs);
+    if (!r.packed) return rnn_reference(r, in);
+    // Packed weights: unpacked, then the same loops.
+    std::vector<runtime::NDArray> plain = in;
+    const int64_t G = r.gates * r.hidden;
+    for (Input i : {kW, kR}) {
+      runtime::NDArray& a = plain[static_cast<size_t>(r.index[i])];
+      a = unpack_panels(a, G);
+    }
+    r.packed = false;
+    return rnn_reference(r, plain);
   };
   // Nothing to tune yet: the products follow dense's packed-path rule (recurrent_compute.cc).
   def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>&, const Target& target,

@@ -25,6 +25,9 @@ struct Rnn {
   std::optional<double> clip;
   bool input_forget = false;         // lstm
   bool linear_before_reset = false;  // gru
+  // lstm attribute packed_weights = 1: W and R arrive packed into panels of 16 gate rows,
+  // [dirs, ceil(G/16), I or H, 16] (dense_pack_weight), as alter_layout packs constant weights.
+  bool packed = false;
   bool has(Input i) const { return index[i] >= 0; }
   bool reversed(int64_t d) const { return direction == "reverse" || d == 1; }
 };

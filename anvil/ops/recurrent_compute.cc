@@ -6,6 +6,7 @@
 //                     W[d, g, k] (+ the biases that do not depend on the step), one product with
 //                     M = seq*batch rows: over W packed into panels of 16 gate rows
 //                     ([dirs, G/16, I, 16]) when M >= 8, else in the dot form (as dense chooses)
+//   (with packed_weights, W and R come packed: no wpack or rpack stage, always the panel forms)
 //   rpack             R packed likewise, once per call, when at least 8 steps (all directions)
 //                     multiply by it (gru with linear_before_reset = 0: rzpack holds the z and r
 //                     rows, rhpack the h rows, so that each product starts on a panel)
@@ -91,8 +92,8 @@ struct Builder {
     std::string acc_name = name(bias ? "xwacc" : "xw");
     int dirs = static_cast<int>(r.dirs);
     te::Tensor acc;
-    if (S * N >= kPackMinRows) {
-      te::Tensor wp = pack_panels(W, kNb, 0, G, name("wpack"));
+    if (S * N >= kPackMinRows || r.packed) {
+      te::Tensor wp = r.packed ? W : pack_panels(W, kNb, 0, G, name("wpack"));
       IterVar k = te::reduce_axis(I, "k");
       int nb = static_cast<int>(kNb);
       acc = te::compute(
@@ -204,7 +205,9 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
   // R packed into panels once per call when enough steps read it (see the header).
   int products = (S - (r.has(kInitialH) ? 0 : 1)) * static_cast<int>(r.dirs);
   te::Tensor rpack, rhpack;
-  if (products >= kPackMinSteps) {
+  if (r.packed) {
+    rpack = R;
+  } else if (products >= kPackMinSteps) {
     rpack = pack_panels(R, kNb, 0, lbr0 ? 2 * H : G, bl.name(lbr0 ? "rzpack" : "rpack"));
     if (lbr0) rhpack = pack_panels(R, kNb, 2 * H, H, bl.name("rhpack"));
   }

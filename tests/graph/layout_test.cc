@@ -192,6 +192,37 @@ TEST(AlterLayout, TransposedConvAndUnsupportedConvs) {
   expect_same_outputs(g, fold_constants(a));
 }
 
+// Constant weights of dense and lstm are packed into panels (by fold_constants, once); a dense
+// with a weight that is a graph input stays dense.
+TEST(AlterLayout, DenseAndLstmWeightsArePacked) {
+  Target t = target_with_bits(512);
+  Graph g;
+  ValueId x = g.add_input("x", {{4, 1, 6}, f32});
+  std::vector<ValueId> y = g.add_node(
+      "rnn", "lstm", Attrs("lstm", {{"hidden_size", int64_t{5}}}),
+      {x, param(g, "W", {1, 20, 6}, 1), param(g, "R", {1, 20, 5}, 2), param(g, "B", {1, 40}, 3)},
+      {"Y", "Yh", "Yc"});
+  ValueId h =
+      g.add("flat", "reshape", Attrs("reshape", {{"shape", std::vector<int64_t>{4, 5}}}), {y[0]});
+  ValueId d =
+      g.add("fc", "dense", Attrs(), {h, param(g, "wf", {18, 5}, 4), param(g, "bf", {18}, 5)});
+  ValueId w_in = g.add_input("w_in", {{3, 18}, f32});
+  g.add_output(g.add("dyn", "dense", Attrs(), {d, w_in}));
+  g.add_output(y[1]);
+  Graph a = alter_layout(g, t);
+  EXPECT_EQ(count_op(a, "dense_packed"), 1) << a.str();
+  EXPECT_EQ(count_op(a, "dense"), 1);
+  EXPECT_EQ(count_op(a, "dense_pack_weight"), 3);
+  bool packed_lstm = false;
+  for (const Node& n : a.nodes())
+    if (n.op == "lstm") packed_lstm = n.attrs.get_int("packed_weights", 0) == 1;
+  EXPECT_TRUE(packed_lstm) << a.str();
+  expect_same_outputs(g, a);
+  Graph folded = fold_constants(a);
+  EXPECT_EQ(count_op(folded, "dense_pack_weight"), 0) << folded.str();
+  expect_same_outputs(g, folded);
+}
+
 // The whole pipeline on a ResNet-style block with batch norms: the compile order of the graph
 // compiler, checked numerically, then fused and planned.
 TEST(Pipeline, ResidualBlockThroughEveryPass) {

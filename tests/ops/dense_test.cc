@@ -327,6 +327,24 @@ TEST(DensePacked, GemvRuleKeepsEightChains) {
   EXPECT_EQ(s[3].values[0], 1);
 }
 
+// dense_pack_weight with batch dimensions (lstm's [dirs, G, K] weights): compiled against the
+// reference, and the reference against the definition, packed[b, no, k, ni] = w[b, no*nb + ni, k]
+// (zero past N).
+TEST(DensePackWeight, BatchDimensions) {
+  Attrs a("dense_pack_weight", {{"block", int64_t{16}}});
+  check_op("dense_pack_weight", {{{2, 20, 7}, f32}}, a);
+  std::mt19937 rng(5);
+  runtime::NDArray w = ops_testing::random_array({{2, 20, 7}, f32}, rng);
+  runtime::NDArray p = lookup("dense_pack_weight").reference({w}, a)[0];
+  ASSERT_EQ(p.shape(), (std::vector<int64_t>{2, 2, 7, 16}));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t n = 0; n < 32; ++n)
+      for (int64_t k = 0; k < 7; ++k) {
+        float want = n < 20 ? w.data_as<float>()[(b * 20 + n) * 7 + k] : 0.0f;
+        ASSERT_EQ(p.data_as<float>()[((b * 2 + n / 16) * 7 + k) * 16 + n % 16], want);
+      }
+}
+
 TEST(DensePackedErrors, ShapesAndAttributes) {
   auto expect = [](const std::string& op, const std::vector<TensorType>& in, const Attrs& a,
                    const std::string& want) {
@@ -334,8 +352,8 @@ TEST(DensePackedErrors, ShapesAndAttributes) {
     EXPECT_NE(msg.find(want), std::string::npos) << msg;
   };
   Attrs units("dense_packed", {{"units", int64_t{20}}});
-  expect("dense_pack_weight", {{{4, 5, 6}, f32}}, Attrs("dense_pack_weight", {}),
-         "dense_pack_weight: input 'weight' must have rank 2 [N, K], got [4, 5, 6]");
+  expect("dense_pack_weight", {{{6}, f32}}, Attrs("dense_pack_weight", {}),
+         "dense_pack_weight: input 'weight' must have rank 2 or more [batch.., N, K], got [6]");
   expect("dense_pack_weight", {{{4, 5}, f32}}, Attrs("dense_pack_weight", {{"block", int64_t{0}}}),
          "dense_pack_weight: attribute 'block' must be >= 1, not 0");
   expect("dense_packed", {{{3, 7}, f32}, {{2, 8, 16}, f32}}, units,

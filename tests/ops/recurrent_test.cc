@@ -181,6 +181,59 @@ TEST(Gru, ClipInitialStateAndSingleStep) {
   }
 }
 
+// packed_weights = 1: W and R arrive as dense_pack_weight packs them (panels of 16 gate rows; G =
+// 20 and 68 leave a partial last panel). The compiled op matches the reference, and the reference
+// on the packed weights equals the reference on the plain ones exactly (the same loops).
+TEST(Lstm, PackedWeights) {
+  uint32_t seed = 120;
+  for (int64_t hidden : {5, 17}) {
+    SCOPED_TRACE("hidden " + std::to_string(hidden));
+    const int64_t dirs = 2, seq = 3, batch = 2, input = 6, G = 4 * hidden;
+    const int64_t panels = (G + 15) / 16;
+    std::vector<int64_t> present = {1, 1, 1, 1, 0, 0, 0, 1};
+    Attrs plain("lstm", {{"hidden_size", hidden},
+                         {"direction", std::string("bidirectional")},
+                         {"present", present}});
+    Attrs packed = plain;
+    packed.set("packed_weights", int64_t{1});
+    std::vector<TensorType> types = {{{seq, batch, input}, f32},
+                                     {{dirs, G, input}, f32},
+                                     {{dirs, G, hidden}, f32},
+                                     {{dirs, 2 * G}, f32},
+                                     {{dirs, 3 * hidden}, f32}};
+    std::mt19937 rng(seed++);
+    std::vector<runtime::NDArray> in;
+    for (const TensorType& t : types) in.push_back(ops_testing::random_array(t, rng, -0.6, 0.6));
+    std::vector<runtime::NDArray> in_packed = in;
+    const OpDef& pack = lookup("dense_pack_weight");
+    for (size_t i : {1, 2}) {
+      in_packed[i] = pack.reference({in[i]}, Attrs("dense_pack_weight", {}))[0];
+      ASSERT_EQ(in_packed[i].shape(), (std::vector<int64_t>{dirs, panels, types[i].shape[2], 16}));
+    }
+    std::vector<runtime::NDArray> want = lookup("lstm").reference(in, plain);
+    std::vector<runtime::NDArray> got = lookup("lstm").reference(in_packed, packed);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o)
+      for (int64_t k = 0; k < want[o].numel(); ++k)
+        ASSERT_EQ(got[o].data_as<float>()[k], want[o].data_as<float>()[k]) << "output " << o;
+
+    std::vector<TensorType> packed_types = types;
+    packed_types[1].shape = {dirs, panels, input, 16};
+    packed_types[2].shape = {dirs, panels, hidden, 16};
+    CheckOptions o;
+    o.tol = 1e-4 * std::sqrt(static_cast<double>(input + hidden));
+    o.inputs = in_packed;
+    check_op("lstm", packed_types, packed, o);
+  }
+  // Plain shapes under packed_weights are refused, naming the packed shape.
+  std::string msg = testing::user_error([] {
+    lookup("lstm").infer(
+        {{{3, 1, 6}, f32}, {{1, 20, 6}, f32}, {{1, 20, 5}, f32}},
+        Attrs("lstm", {{"hidden_size", int64_t{5}}, {"packed_weights", int64_t{1}}}));
+  });
+  EXPECT_NE(msg.find("input 'W' must have shape [1, 2, 6, 16]"), std::string::npos) << msg;
+}
+
 TEST(Gru, PackedRecurrentWeights) {
   // 8 products in all (4 steps, 2 directions, initial_h): R is packed, the z and r rows apart
   // from the h rows when linear_before_reset = 0.

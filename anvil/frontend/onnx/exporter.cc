@@ -479,6 +479,8 @@ void export_resize(Exporter& e) {
 // lstm / gru: the library's ops have ONNX's semantics (gate orders i, o, f, c and z, r, h;
 // layout 0); attribute 'present' says which of ONNX's positional inputs the node's inputs are.
 void export_rnn(Exporter& e, bool lstm) {
+  ANVIL_CHECK(e.attrs().get_int("packed_weights", 0) == 0,
+              "attribute 'packed_weights' has no ONNX form: ONNX's LSTM takes W and R unpacked");
   size_t positions = lstm ? 8 : 6;
   Ints present = e.attrs().get_ints("present", {});
   if (!e.attrs().has("present")) present.assign(e.node().inputs.size(), 1);
