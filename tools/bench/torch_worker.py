@@ -99,10 +99,20 @@ class Builder:
             self.module.layers[_key(index, node.name or node.op_type)] = fn
         self.module.steps.append((fn, [self.value(n) if n else "" for n in ins], list(outs)))
 
+    # Ops that are one torch function of their inputs, without attributes.
+    ELEMENTWISE = {"Relu": torch.relu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid,
+                   "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul}
+
+    def op_elementwise(self, node, attrs, index):
+        self.only(attrs, set())
+        self.add(self.ELEMENTWISE[node.op_type], node.input, node.output)
+
     def build(self):
         for index, node in enumerate(self.nodes):
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             handler = getattr(self, "op_" + node.op_type, None)
+            if node.op_type in self.ELEMENTWISE:
+                handler = self.op_elementwise
             if node.domain not in ("", "ai.onnx"):
                 handler = None  # another domain's op of the same name is another op
             try:
@@ -145,32 +155,34 @@ class Builder:
             raise Unsupported("a Constant without a 'value' tensor")
         self.init[node.output[0]] = numpy_helper.to_array(attrs["value"])
 
-    def op_Conv(self, node, attrs, index):
-        self.only(attrs, {"group", "strides", "pads", "dilations", "kernel_shape", "auto_pad"})
+    def conv_weight(self, node, attrs, extra):
+        """A 2-D convolution's checks: its weight and whether it has a bias."""
+        self.only(attrs, {"group", "strides", "pads", "dilations", "kernel_shape", "auto_pad"}
+                  | extra)
         self.no_auto_pad(attrs)
         w = self.tensor(node.input[1], "weight")
         if w.dim() != 4:
             raise Unsupported("a %d-D weight (only 2-D convolutions)" % (w.dim() - 2))
-        bias = len(node.input) > 2 and node.input[2] != ""
+        return w, len(node.input) > 2 and node.input[2] != ""
+
+    def add_conv(self, layer, w, bias, node, index):
+        with torch.no_grad():
+            layer.weight.copy_(w)
+            if bias:
+                layer.bias.copy_(self.tensor(node.input[2], "bias"))
+        self.add(layer, node.input[:1], node.output, index, node)
+
+    def op_Conv(self, node, attrs, index):
+        w, bias = self.conv_weight(node, attrs, set())
         group = attrs.get("group", 1)
         conv = nn.Conv2d(w.shape[1] * group, w.shape[0], tuple(w.shape[2:]),
                          stride=tuple(attrs.get("strides", [1, 1])),
                          padding=self.symmetric_pads(attrs, 2),
                          dilation=tuple(attrs.get("dilations", [1, 1])), groups=group, bias=bias)
-        with torch.no_grad():
-            conv.weight.copy_(w)
-            if bias:
-                conv.bias.copy_(self.tensor(node.input[2], "bias"))
-        self.add(conv, node.input[:1], node.output, index, node)
+        self.add_conv(conv, w, bias, node, index)
 
     def op_ConvTranspose(self, node, attrs, index):
-        self.only(attrs, {"group", "strides", "pads", "dilations", "kernel_shape", "auto_pad",
-                          "output_padding"})
-        self.no_auto_pad(attrs)
-        w = self.tensor(node.input[1], "weight")
-        if w.dim() != 4:
-            raise Unsupported("a %d-D weight (only 2-D convolutions)" % (w.dim() - 2))
-        bias = len(node.input) > 2 and node.input[2] != ""
+        w, bias = self.conv_weight(node, attrs, {"output_padding"})
         group = attrs.get("group", 1)
         deconv = nn.ConvTranspose2d(w.shape[0], w.shape[1] * group, tuple(w.shape[2:]),
                                     stride=tuple(attrs.get("strides", [1, 1])),
@@ -178,11 +190,7 @@ class Builder:
                                     output_padding=tuple(attrs.get("output_padding", [0, 0])),
                                     groups=group, bias=bias,
                                     dilation=tuple(attrs.get("dilations", [1, 1])))
-        with torch.no_grad():
-            deconv.weight.copy_(w)
-            if bias:
-                deconv.bias.copy_(self.tensor(node.input[2], "bias"))
-        self.add(deconv, node.input[:1], node.output, index, node)
+        self.add_conv(deconv, w, bias, node, index)
 
     def op_BatchNormalization(self, node, attrs, index):
         self.only(attrs, {"epsilon", "momentum", "training_mode", "spatial"})
@@ -198,18 +206,6 @@ class Builder:
             bn.running_var.copy_(self.tensor(node.input[4], "var"))
         bn.eval()
         self.add(bn, node.input[:1], node.output, index, node)
-
-    def op_Relu(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.relu, node.input, node.output)
-
-    def op_Tanh(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.tanh, node.input, node.output)
-
-    def op_Sigmoid(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.sigmoid, node.input, node.output)
 
     def op_Clip(self, node, attrs, index):
         self.only(attrs, {"min", "max"})
@@ -298,18 +294,6 @@ class Builder:
 
     def op_MatMul(self, node, attrs, index):
         self.add(torch.matmul, node.input, node.output)
-
-    def op_Add(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.add, node.input, node.output)
-
-    def op_Sub(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.sub, node.input, node.output)
-
-    def op_Mul(self, node, attrs, index):
-        self.only(attrs, set())
-        self.add(torch.mul, node.input, node.output)
 
     def op_Div(self, node, attrs, index):
         self.only(attrs, set())
