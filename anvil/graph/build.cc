@@ -277,6 +277,14 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     args.insert(args.end(), f.outputs.begin(), f.outputs.end());
 
     const ops::OpDef& def = ops::lookup(snode.op);
+    if (options.config_for) {
+      std::vector<ops::TensorType> types;
+      for (ValueId v : snode.inputs) types.push_back(gr.value(v).type);
+      if (std::optional<ops::Config> c = options.config_for(snode.op, types, snode.attrs)) {
+        k.tuned = true;
+        k.config = *c;
+      }
+    }
     std::string last_error;
     for (int mode = 0; mode < 3; ++mode) {
       try {
@@ -285,14 +293,14 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
           ANVIL_CHECK(def.schedule_x86, "operator '", snode.op, "' has no x86 schedule");
         if (mode == 0) {
           if (group.anchor < 0) inline_stages(s, f.outputs, {});
-          def.schedule_x86(s, f.outputs, target, {});
+          def.schedule_x86(s, f.outputs, target, k.config);
         } else if (mode == 1) {
           const Node& sink = gr.node(group.nodes.back());
           if (group.anchor < 0 || group.anchor == group.nodes.back()) continue;
           ANVIL_CHECK(ops::lookup(sink.op).schedule_x86, "operator '", sink.op,
                       "' has no x86 schedule");
           inline_stages(s, f.outputs, f.anchor_stages);
-          def.schedule_x86(s, f.anchor_outputs, target, {});
+          def.schedule_x86(s, f.anchor_outputs, target, k.config);
           ops::lookup(sink.op).schedule_x86(s, f.outputs, target, {});
         }
         funcs.push_back(lower(s, args, k.name));
@@ -353,7 +361,12 @@ std::string CompiledGraph::summary() const {
   for (const Kernel& k : kernels_) {
     os << "  " << k.name << ": ";
     for (size_t i = 0; i < k.nodes.size(); ++i) os << (i ? ", " : "") << graph_.node(k.nodes[i]).op;
-    os << "  [" << k.schedule << "]";
+    os << "  [" << k.schedule;
+    if (k.tuned) {
+      os << ", tuned:";
+      for (const auto& [name, value] : k.config) os << " " << name << "=" << value;
+    }
+    os << "]";
     if (k.flops > 0) {
       char flops[32];
       std::snprintf(flops, sizeof flops, "%.3f", k.flops / 1e6);

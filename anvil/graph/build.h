@@ -6,7 +6,9 @@
 // writes.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,11 @@ struct BuildOptions {
   bool fuse = true;                      // false: one kernel per node (the ablation switch)
   bool alter_layout = true;              // convolutions in NCHW[x]c
   std::vector<std::string> print_after;  // passes to print the graph after (run_passes)
+  // The schedule configuration of a kernel, from its anchor's op, input types and attributes
+  // (tuning records: anvil/autotune/records.h); nullopt, or no function: the default rule.
+  std::function<std::optional<ops::Config>(
+      const std::string& op, const std::vector<ops::TensorType>& inputs, const ops::Attrs& attrs)>
+      config_for;
 };
 
 class CompiledGraph {
@@ -86,6 +93,8 @@ class CompiledGraph {
     size_t num_inputs = 0;
     std::string schedule;  // which schedule was applied
     double flops = 0;      // per call: the sum of node_flops over its nodes (flops.h)
+    bool tuned = false;    // BuildOptions::config_for gave its configuration
+    ops::Config config;    // that configuration (empty: the default rule)
   };
   const std::vector<Kernel>& kernels() const { return kernels_; }
 

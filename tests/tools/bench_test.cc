@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "anvil/autotune/records.h"
+#include "anvil/autotune/task.h"
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "tools/anvil/bench_report.h"
@@ -113,6 +115,33 @@ TEST_F(Cli, BenchWithoutOnnxRuntimeInstalledSaysHowToInstallIt) {
                 "onnxruntime-node is not installed in empty-deps (make bench installs it"),
             std::string::npos)
       << (*row)["note"];
+}
+
+// With tuning records the tuned build is timed against the untuned one: a row with baseline
+// "untuned"; the summary says how many kernels the records tuned.
+TEST_F(Cli, BenchWithTuningRecordsTimesTheUntunedBuild) {
+  Target target = Target::host();
+  std::vector<autotune::ModelTask> tasks =
+      autotune::extract_tasks(models::build_model("dqn"), target, {});
+  ASSERT_FALSE(tasks.empty());
+  const autotune::Task& t = tasks[0].task;
+  autotune::Record r{t.to_json(), t.target, autotune::config_at(t.space(), 1), {1e-6}, {}, ""};
+  write(path("tuned.json"), r.to_json().dump() + "\n");
+  Result b = anvil(
+      "bench dqn --threads 1 --runs 2 --block 1 --warmup 0 --baselines none "
+      "--tuning-records tuned.json --summary-json tuned_bench.json");
+  ASSERT_EQ(b.code, 0) << b.out << b.err;
+  EXPECT_NE(b.out.find("tuning records: 1 read (1 task); " +
+                       std::to_string(tasks[0].kernels.size()) + " of "),
+            std::string::npos)
+      << b.out;
+  json summary = read_json(path("tuned_bench.json"));
+  const json* untuned = find_row(summary, "untuned");
+  ASSERT_NE(untuned, nullptr) << summary.dump();
+  EXPECT_GT((*untuned)["baseline_ms"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ((*untuned)["speedup"].get<double>(),
+                   (*untuned)["baseline_ms"].get<double>() / (*untuned)["anvil_ms"].get<double>());
+  expect_error("bench dqn --baselines none --tuning-records nothing.json", 2, {"nothing.json"});
 }
 
 // ---- the report's forms, from figures given here

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "anvil/autotune/records.h"
+#include "anvil/autotune/task.h"
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/model.h"
@@ -531,29 +533,47 @@ TEST_F(Cli, CompilesAndRunsAnOnnxModelWithABoundInputShape) {
 
 // --tuning-records is accepted (tuning is not implemented yet): the file must exist and hold one
 // JSON record per line; the records are counted, none is applied.
-TEST_F(Cli, TuningRecordsAreReadButNotApplied) {
-  anvil::testing::OnnxModel m(13);
-  m.input("x", {2, 3});
-  m.init_floats("w", {3, 2}, {1, -2, 0.5f, 3, -1, 0.25f});
-  m.node("MatMul", {"x", "w"}, {"y"}, "matmul");
-  m.output("y");
-  write(path("tr.onnx"), m.bytes());
-  expect_error("compile tr.onnx --tuning-records missing.json -o tr.so", 2,
-               {"--tuning-records", "missing.json"});
-  write(path("bad.json"), "{\"op\": \"dense\"}\n{\"op\": \n");
-  expect_error("compile tr.onnx --tuning-records bad.json -o tr.so", 2, {"bad.json", "line 2"});
-  write(path("array.json"), "{\"op\": \"dense\"}\n\n[1, 2]\n");
-  expect_error("compile tr.onnx --tuning-records array.json -o tr.so", 2,
-               {"array.json", "line 3", "not a record"});
+// --tuning-records: bad files are exit code 2 naming the file and the line; a record for one of
+// the model's tasks is applied to its kernels and the others are listed as untuned.
+TEST_F(Cli, TuningRecordsAreAppliedToTheirTasks) {
+  Target target = Target::host();
+  graph::Graph g = models::build_model("dqn");
+  std::vector<autotune::ModelTask> tasks = autotune::extract_tasks(g, target, {});
+  ASSERT_GE(tasks.size(), 2u);
+  const autotune::Task& t = tasks[0].task;
+  autotune::Record r{t.to_json(), t.target, autotune::config_at(t.space(), 1), {1e-6}, {}, ""};
+  const std::string line = r.to_json().dump() + "\n";
+
+  expect_error("compile zoo:dqn --tuning-records missing.json -o tr.so", 2,
+               {"--tuning-records", "missing.json", "no such file"});
+  write(path("bad.json"), line + "{\"op\": \n");
+  expect_error("compile zoo:dqn --tuning-records bad.json -o tr.so", 2,
+               {"bad.json", "line 2", "not JSON"});
+  write(path("array.json"), line + "\n[1, 2]\n");
+  expect_error("compile zoo:dqn --tuning-records array.json -o tr.so", 2,
+               {"array.json", "line 3", "a record must be a JSON object"});
   EXPECT_FALSE(fs::exists(path("tr.so")));
 
-  write(path("records.json"), "{\"op\": \"dense\", \"config\": [1, 2]}\n\n{\"op\": \"conv2d\"}\n");
-  Result c = anvil("compile tr.onnx --tuning-records records.json -o tr.so");
+  // The record, then a line cut off mid-way (a tuner killed while writing).
+  write(path("records.json"), line + line.substr(0, 30));
+  Result c = anvil("compile zoo:dqn --tuning-records records.json -o tr.so");
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_NE(c.out.find("tuning records: 2 read, none applied (tuning is not implemented yet)"),
-            std::string::npos)
-      << c.out;
-  EXPECT_TRUE(fs::is_regular_file(path("tr.so")));
+  size_t kernels = 0;
+  for (const autotune::ModelTask& mt : tasks) kernels += mt.kernels.size();
+  const std::string summary = "tuning records: 1 read (1 task, 1 cut-off last line skipped); " +
+                              std::to_string(tasks[0].kernels.size()) + " of " +
+                              std::to_string(kernels) + " tunable kernels tuned";
+  EXPECT_NE(c.out.find(summary), std::string::npos) << summary << "\n" << c.out;
+  EXPECT_NE(c.out.find("  untuned: " + tasks[1].task.str()), std::string::npos) << c.out;
+
+  // The tuned artifact computes what the reference does.
+  runtime::NDArray x = runtime::NDArray::empty({1, 4, 84, 84}, runtime::dl_float32());
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = static_cast<float>(i % 7) - 3;
+  runtime::save_npy(path("tr_state.npy"), x);
+  Result r2 = anvil("run tr.so --input state=tr_state.npy --output-dir tr_out");
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  expect_close(runtime::load_npy(path("tr_out/q_values.npy")), graph::interpret(g, {x}).at(0),
+               "tuned dqn");
 }
 
 // `zoo export` writes an ONNX file that compiles and runs to the zoo model's own output.

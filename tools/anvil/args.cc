@@ -13,35 +13,14 @@ void usage_error(const std::string& message) {
   throw CliError(kUsage, message);
 }
 
-int count_tuning_records(const std::string& file) {
+autotune::RecordFile read_tuning_records(const std::string& file) {
   const std::string what = "--tuning-records " + file;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw CliError(kBadInput, what + ": no such file");
   if (std::filesystem::is_directory(file, ec))
     throw CliError(kBadInput, what + ": is a directory, not a file of tuning records");
-  std::ifstream in(file);
-  if (!in) throw CliError(kBadInput, what + ": cannot be opened for reading");
-  int records = 0;
-  int line_number = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json record;
-    try {
-      record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw CliError(kBadInput, what + ": line " + std::to_string(line_number) +
-                                    " is not a JSON record (" + e.what() + ")");
-    }
-    if (!record.is_object())
-      throw CliError(kBadInput, what + ": line " + std::to_string(line_number) +
-                                    " is JSON but not a record (expected an object, got " +
-                                    record.type_name() + ")");
-    ++records;
-  }
-  if (in.bad()) throw CliError(kBadInput, what + ": read error");
-  return records;
+  return with_exit_code(kBadInput, "--tuning-records",
+                        [&] { return autotune::read_records(file); });
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& option) {
@@ -86,6 +65,35 @@ std::string output_file(const std::string& dir, const std::string& name) {
   if (!file.empty() && file[0] == '.') file[0] = '_';
   if (dir.empty() || dir.back() == '/') return dir + file + ".npy";
   return dir + "/" + file + ".npy";
+}
+
+std::string tuning_summary(size_t records, size_t tasks, int torn,
+                           const std::vector<autotune::TaskLookup>& lookups) {
+  size_t tuned = 0;
+  std::vector<std::pair<std::string, int>> untuned;  // task, kernels
+  for (const autotune::TaskLookup& l : lookups) {
+    if (l.found) {
+      ++tuned;
+      continue;
+    }
+    const std::string t = l.task.str();
+    auto it = std::find_if(untuned.begin(), untuned.end(),
+                           [&](const std::pair<std::string, int>& u) { return u.first == t; });
+    if (it == untuned.end())
+      untuned.push_back({t, 1});
+    else
+      ++it->second;
+  }
+  std::string s = "tuning records: " + std::to_string(records) + " read (" + std::to_string(tasks) +
+                  (tasks == 1 ? " task" : " tasks") +
+                  (torn ? ", " + std::to_string(torn) + " cut-off last line skipped" : "") + "); " +
+                  std::to_string(tuned) + " of " + std::to_string(lookups.size()) +
+                  " tunable kernels tuned" +
+                  (untuned.empty() ? "" : ", the others use the default rule") + "\n";
+  for (const auto& [task, kernels] : untuned)
+    s += "  untuned: " + task + " (" + std::to_string(kernels) +
+         (kernels == 1 ? " kernel" : " kernels") + ")\n";
+  return s;
 }
 
 std::string dims_string(const std::vector<int64_t>& dims) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "anvil/autotune/records.h"
 #include "anvil/graph/flops.h"
 #include "anvil/runtime/model.h"
 #include "anvil/target/peak.h"
@@ -67,11 +68,16 @@ std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::stri
 // ('/', NUL) and a leading '.' replaced by '_'.
 std::string output_file(const std::string& dir, const std::string& name);
 
-// The tuning records of `--tuning-records FILE`: one JSON object per line (blank lines skipped).
-// Returns how many were read. Throws CliError(kBadInput) naming the file when it cannot be opened
-// or read, and naming the file and line number when a line is not a JSON object. Tuning is not
-// implemented yet: the records are only read.
-int count_tuning_records(const std::string& file);
+// The tuning records of `--tuning-records FILE` (anvil/autotune/records.h; a torn last line is
+// skipped). Throws CliError(kBadInput) naming the option and the file when it is missing, a
+// directory or unreadable, and the line when one is not a valid record.
+autotune::RecordFile read_tuning_records(const std::string& file);
+
+// What applying tuning records did: "tuning records: 12 read (3 tasks); 5 of 7 tunable kernels
+// tuned" and a line per task that had no record ("  untuned: conv2d_nchwc [..] x [..]
+// (2 kernels)"). `torn` is the number of cut-off last lines skipped.
+std::string tuning_summary(size_t records, size_t tasks, int torn,
+                           const std::vector<autotune::TaskLookup>& lookups);
 
 // "[1, 3, 224, 224]".
 std::string dims_string(const std::vector<int64_t>& dims);

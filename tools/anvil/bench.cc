@@ -12,8 +12,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "anvil/autotune/records.h"
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/graph/build.h"
 #include "anvil/graph/flops.h"
@@ -218,12 +220,17 @@ struct Compiled {
   double seconds = 0;
 };
 
+// Compiles and saves one build of `g`, with the tuning records of `book` when given.
 Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target& target, bool fuse,
-                       bool layout, const fs::path& work) {
+                       bool layout, const fs::path& work,
+                       const autotune::RecordBook* book = nullptr,
+                       std::vector<autotune::TaskLookup>* lookups = nullptr) {
   graph::BuildOptions build;
   build.fuse = fuse;
   build.alter_layout = layout;
-  const std::string variant = std::string(fuse ? "" : "-nofuse") + (layout ? "" : "-nolayout");
+  if (book) build.config_for = autotune::config_source(*book, target, lookups);
+  const std::string variant =
+      std::string(fuse ? "" : "-nofuse") + (layout ? "" : "-nolayout") + (book ? "-tuned" : "");
   const std::string file = (work / (m.name + variant + ".so")).string();
   auto start = std::chrono::steady_clock::now();
   with_exit_code(kCompile, "compiling " + m.spec + " for '" + target.str() + "'",
@@ -344,17 +351,49 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   return row;
 }
 
+// The tuned build against the untuned one, in alternating blocks in this process: the row of
+// baseline "untuned".
+BenchRow bench_untuned(const BenchModel& m, int threads, const runtime::Model& tuned,
+                       const runtime::Model& untuned, const std::vector<runtime::NDArray>& inputs,
+                       const BenchOptions& o) {
+  BenchRow row;
+  row.name = m.name;
+  row.threads = threads;
+  row.baseline = "untuned";
+  std::vector<double> tuned_ms, untuned_ms, ignored;
+  time_anvil(tuned, inputs, o.warmup, &ignored);
+  time_anvil(untuned, inputs, o.warmup, &ignored);
+  while (static_cast<int>(tuned_ms.size()) < o.runs) {
+    pause_between_blocks(o);
+    time_anvil(tuned, inputs, o.block, &tuned_ms);
+    pause_between_blocks(o);
+    time_anvil(untuned, inputs, o.block, &untuned_ms);
+  }
+  row.anvil_ms = median(tuned_ms);
+  row.anvil_min_ms = *std::min_element(tuned_ms.begin(), tuned_ms.end());
+  row.baseline_ms = median(untuned_ms);
+  row.baseline_min_ms = *std::min_element(untuned_ms.begin(), untuned_ms.end());
+  return row;
+}
+
 void bench_model(const BenchModel& m, const BenchOptions& o, const Target& target,
-                 std::vector<Baseline>& baselines, const fs::path& work, BenchReport* report) {
+                 std::vector<Baseline>& baselines, const fs::path& work,
+                 const autotune::RecordBook* book, BenchReport* report) {
   graph::Graph g = load_model(m.spec, o.input_shapes);
   if (m.spec.rfind("zoo:", 0) == 0)
     with_exit_code(kCompile, "exporting " + m.spec + " to ONNX",
                    [&] { frontend::export_onnx(g, m.onnx, m.name); });
   const double flops = with_exit_code(kCompile, "counting the FLOPs of " + m.spec,
                                       [&] { return graph::graph_flops(g); });
-  Compiled base = compile_model(g, m, target, true, true, work);
+  std::vector<autotune::TaskLookup> lookups;
+  Compiled base = compile_model(g, m, target, true, true, work, book, &lookups);
   std::printf("%s: compiled in %.1f s (%zu kernels), %.3f GFLOP per run\n", m.name.c_str(),
               base.seconds, base.model.num_kernels(), flops / 1e9);
+  std::optional<Compiled> untuned;
+  if (book) {
+    std::printf("%s", tuning_summary(book->num_records(), book->num_tasks(), 0, lookups).c_str());
+    untuned = compile_model(g, m, target, true, true, work);
+  }
   std::fflush(stdout);
 
   // The inputs: --fill-mode random, as files for the workers.
@@ -394,6 +433,15 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
       line += buf;
       report->rows.push_back(row);
     }
+    if (untuned) {
+      BenchRow row = bench_untuned(m, t, base.model, untuned->model, inputs, o);
+      row.gflops = flops / (row.anvil_ms * 1e6);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; untuned %.3f ms, tuned %.3f ms: %.2fx", *row.baseline_ms,
+                    row.anvil_ms, row.speedup());
+      line += buf;
+      report->rows.push_back(row);
+    }
     std::printf("  %s%s\n", threads_string(t).c_str(), line.c_str());
     std::fflush(stdout);
   }
@@ -429,9 +477,12 @@ void bench_command(const BenchOptions& o) {
     }
     if (std::find(names.begin(), names.end(), b) == names.end()) names.push_back(b);
   }
+  std::optional<autotune::RecordBook> book;
   if (!o.tuning_records.empty()) {
-    const int records = count_tuning_records(o.tuning_records);
-    std::printf("tuning records: %d read, none applied (tuning is not implemented yet)\n", records);
+    autotune::RecordFile records = read_tuning_records(o.tuning_records);
+    book.emplace(records.records);
+    if (records.torn_lines)
+      std::printf("tuning records: %d cut-off last line skipped\n", records.torn_lines);
   }
 
   char tmpl[] = "/tmp/anvil-bench-XXXXXX";
@@ -473,7 +524,8 @@ void bench_command(const BenchOptions& o) {
   }
   std::fflush(stdout);
 
-  for (const BenchModel& m : models) bench_model(m, o, target, baselines, work, &report);
+  for (const BenchModel& m : models)
+    bench_model(m, o, target, baselines, work, book ? &*book : nullptr, &report);
 
   std::printf("\n%s", bench_table(report).c_str());
   if (o.ablation)

@@ -24,7 +24,7 @@ struct BenchOptions {
   std::string deps_dir;  // where npm's onnxruntime-node is (empty: $ANVIL_BENCH_DEPS, then
                          // bench-deps beside the bin/ directory of anvil)
   std::string target = "llvm";
-  std::string tuning_records;  // read and counted; tuning is not implemented yet
+  std::string tuning_records;  // apply these records; also time the untuned build ("untuned")
   int runs = 50;               // timed runs per side (rounded up to whole blocks)
   int block = 10;              // runs per block
   int warmup = 5;              // untimed runs per side before the first block

@@ -130,11 +130,9 @@ void compile_command(const CompileOptions& o) {
   for (const std::string& p : o.print_after)
     if (p == "alter_layout" && o.no_layout)
       usage_error("--print-after alter_layout: the pass does not run with --no-layout");
-  if (!o.tuning_records.empty()) {
-    const int records = count_tuning_records(o.tuning_records);
-    std::cout << "tuning records: " << records
-              << " read, none applied (tuning is not implemented yet)\n";
-  }
+  autotune::RecordFile records;
+  if (!o.tuning_records.empty()) records = read_tuning_records(o.tuning_records);
+  const autotune::RecordBook book(records.records);
 
   graph::Graph g = load_model(o.model, o.input_shapes);
 
@@ -142,9 +140,13 @@ void compile_command(const CompileOptions& o) {
   build.fuse = !o.no_fuse;
   build.alter_layout = !o.no_layout;
   build.print_after = o.print_after;
+  std::vector<autotune::TaskLookup> lookups;
+  if (!o.tuning_records.empty()) build.config_for = autotune::config_source(book, target, &lookups);
   const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
   graph::CompiledGraph cg =
       with_exit_code(kCompile, what, [&] { return graph::CompiledGraph::build(g, target, build); });
+  if (!o.tuning_records.empty())
+    std::cout << tuning_summary(book.num_records(), book.num_tasks(), records.torn_lines, lookups);
 
   graph::SaveOptions save;
   save.separate_params = o.separate_params;

@@ -19,7 +19,7 @@ struct CompileOptions {
   bool separate_params = false;
   bool verbose = false;
   std::vector<std::string> print_after;  // graph passes (or "all")
-  std::string tuning_records;            // JSON lines; read and counted, not applied yet
+  std::string tuning_records;            // JSON lines: each kernel's best recorded configuration
   std::string output;                    // model.so
 };
 void compile_command(const CompileOptions& options);

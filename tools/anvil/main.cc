@@ -12,16 +12,16 @@
 //      for `inspect`, a --stage it does not know, a --kernel the model does not have (the message
 //      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for target c.
 //   2  bad input or model: a missing, malformed or truncated ONNX file, a --tuning-records file
-//      that is missing, unreadable or has a line that is not a JSON object, an op the importer does
-//      not map or a symbolic dimension left unbound (every anvil::Error out of import_onnx), an
-//      --input-shape that a zoo model's static shape contradicts; for `run`, a model.so that is not
-//      a valid artifact (runtime::ArtifactError, or anything else Model::load throws), a bad .npy
-//      (load_npy), an input that the model does not have, lacks, or whose shape or dtype differs
-//      (checked here, and runtime::InputError out of Model::run).
-//      For `bench`: as for compile, and a --summary-json or --chart whose directory does not
-//      exist, an unknown --baselines name, a MODEL that is neither a zoo name nor a file are usage
-//      errors; a baseline that fails is not an error but a row with a note; a --summary-json
-//      or --chart that cannot be written (gnuplot missing or failing) is a runtime error, 4.
+//      that is missing, unreadable or has a line (but a cut-off last one) that is not a record,
+//      an op the importer does not map or a symbolic dimension left unbound (every anvil::Error
+//      out of import_onnx), an --input-shape that a zoo model's static shape contradicts; for
+//      `run`, a model.so that is not a valid artifact (runtime::ArtifactError, or anything else
+//      Model::load throws), a bad .npy (load_npy), an input that the model does not have, lacks, or
+//      whose shape or dtype differs (checked here, and runtime::InputError out of Model::run). For
+//      `bench`: as for compile, and a --summary-json or --chart whose directory does not exist, an
+//      unknown --baselines name, a MODEL that is neither a zoo name nor a file are usage errors; a
+//      baseline that fails is not an error but a row with a note; a --summary-json or --chart that
+//      cannot be written (gnuplot missing or failing) is a runtime error, 4.
 //   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save (and the
 //      inspected stages), and out of export_onnx for `zoo export`: the model was valid, Anvil
 //      could not compile it.
@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
       ->type_name("PASS")
       ->check(CLI::IsMember(printable_passes()));
   c->add_option("--tuning-records", compile.tuning_records,
-                "Tuning records, one JSON record per line (read and counted; tuning is not "
-                "implemented yet, so none is applied)")
+                "Tuning records, one JSON record per line: each kernel gets its task's best "
+                "recorded configuration (the others the default rule)")
       ->type_name("FILE");
   c->add_flag("-v,--verbose", compile.verbose, "Print the kernels and the memory plan");
   c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("TARGET");
   b->add_option("--tuning-records", bench.tuning_records,
-                "Tuning records (read and counted; none applied yet)")
+                "Tuning records: Anvil's kernels get their best recorded configurations, and the "
+                "untuned build is timed too (baseline 'untuned')")
       ->type_name("FILE");
   b->add_option("--runs", bench.runs, "Timed runs per side, at least (whole blocks)")
       ->capture_default_str()

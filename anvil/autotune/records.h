@@ -1,0 +1,86 @@
+// Tuning records: one JSON object per line (../shared/DESIGN.md, "Tuning records"), appended whole
+// so that a tuner killed at any moment leaves a valid file:
+//   {"v": 1, "task": {"op": ..., "shapes": [...], "dtype": ..., "attrs": {...}}, "target": ...,
+//    "config": {"knob": value, ...}, "costs_s": [...], "error": null, "time": "..."}
+// A failed trial has "error" naming why (compile, crash, timeout, wrong result) and no costs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/autotune/task.h"
+#include "anvil/ops/op.h"
+
+namespace anvil::autotune {
+
+struct Record {
+  nlohmann::json task;  // Task::to_json
+  std::string target;
+  ops::Config config;
+  std::vector<double> costs_s;  // seconds per run of each timed repeat (empty: failed)
+  std::optional<std::string> error;
+  std::string time;  // UTC, ISO 8601
+
+  // The median cost, or infinity for a failed trial.
+  double cost() const;
+  nlohmann::json to_json() const;
+  // Throws anvil::Error naming the field that is missing or of the wrong kind, or a version other
+  // than 1.
+  static Record from_json(const nlohmann::json& j);
+};
+
+// The records of a file. A last line cut off mid-way (no newline at the end, not JSON: a tuner
+// killed while writing) is skipped and counted; blank lines are skipped. Throws anvil::Error
+// naming the file when it cannot be read, and the file and line number when any other line is
+// not a valid record.
+struct RecordFile {
+  std::vector<Record> records;
+  int torn_lines = 0;
+};
+RecordFile read_records(const std::string& path);
+
+// Appends `r` to `path` (created when missing) as one line, flushed and synced before returning.
+// Throws anvil::Error naming the file when it cannot be written.
+void append_record(const std::string& path, const Record& r);
+
+// The best configuration per task among records: the lowest median cost of the successful trials
+// of that task and target whose configuration is a point of the task's space (records from an
+// older space are set aside and counted as stale).
+class RecordBook {
+ public:
+  RecordBook() = default;
+  explicit RecordBook(const std::vector<Record>& records);
+
+  // The best configuration of `task`, or nullopt when no successful record fits its space.
+  std::optional<ops::Config> best(const Task& task) const;
+  // Its median cost in seconds (infinity when none).
+  double best_cost(const Task& task) const;
+
+  size_t num_records() const { return num_records_; }
+  size_t num_tasks() const { return by_task_.size(); }
+
+ private:
+  size_t num_records_ = 0;
+  std::map<std::string, std::vector<Record>> by_task_;  // task key -> its successful records
+};
+
+// graph::BuildOptions::config_for over `book` (which must outlive the build) for `target`. When
+// `log` is given, every tunable kernel's task is appended to it with whether the book had a
+// configuration for it.
+struct TaskLookup {
+  Task task;
+  bool found = false;
+};
+std::function<std::optional<ops::Config>(const std::string&, const std::vector<ops::TensorType>&,
+                                         const ops::Attrs&)>
+config_source(const RecordBook& book, const Target& target, std::vector<TaskLookup>* log = nullptr);
+
+// The current UTC time as "2026-11-30T12:00:00Z".
+std::string utc_now();
+
+}  // namespace anvil::autotune

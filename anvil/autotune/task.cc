@@ -1,0 +1,125 @@
+#include "anvil/autotune/task.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "anvil/graph/flops.h"
+#include "anvil/support/error.h"
+
+namespace anvil::autotune {
+
+namespace {
+
+nlohmann::json attr_json(const ops::AttrValue& v) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, v);
+}
+
+}  // namespace
+
+nlohmann::json Task::to_json() const {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const ops::TensorType& t : inputs) shapes.push_back(t.shape);
+  nlohmann::json a = nlohmann::json::object();
+  for (const auto& [name, value] : attrs.values()) a[name] = attr_json(value);
+  std::ostringstream dtype;
+  dtype << (inputs.empty() ? ir::DataType::Float32() : inputs[0].dtype);
+  return {{"op", op}, {"shapes", shapes}, {"dtype", dtype.str()}, {"attrs", a}};
+}
+
+std::string task_key(const nlohmann::json& task, const std::string& target) {
+  return task.dump() + " " + target;  // nlohmann::json objects keep their keys sorted
+}
+
+std::string Task::key() const {
+  return task_key(to_json(), target);
+}
+
+std::string Task::str() const {
+  std::string s = op;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    s += i ? " x [" : " [";
+    for (size_t d = 0; d < inputs[i].shape.size(); ++d)
+      s += (d ? ", " : "") + std::to_string(inputs[i].shape[d]);
+    s += "]";
+  }
+  return s;
+}
+
+ops::ConfigSpace Task::space() const {
+  const ops::OpDef& def = ops::lookup(op);
+  if (!def.space) return {};
+  return def.space(inputs, attrs, Target::parse(target));
+}
+
+std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
+                                     const graph::BuildOptions& options) {
+  graph::Graph gr = graph::CompiledGraph::optimize(g, target, options);
+  std::vector<graph::FusedGroup> groups = graph::fuse(gr, options.fuse);
+  std::vector<ModelTask> tasks;
+  std::map<std::string, size_t> index;
+  double total = graph::graph_flops(gr);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const graph::FusedGroup& group = groups[i];
+    graph::NodeId n = group.anchor >= 0 ? group.anchor : group.nodes.back();
+    const graph::Node& node = gr.node(n);
+    Task t;
+    t.op = node.op;
+    for (graph::ValueId v : node.inputs) t.inputs.push_back(gr.value(v).type);
+    t.attrs = node.attrs;
+    t.target = target.str();
+    if (t.space().empty()) continue;
+    double flops = 0;
+    for (graph::NodeId m : group.nodes) flops += graph::node_flops(gr, m);
+    auto [it, added] = index.emplace(t.key(), tasks.size());
+    if (added) tasks.push_back({t, 0, 0, 0, {}});
+    ModelTask& mt = tasks[it->second];
+    mt.count += 1;
+    mt.flops += flops;
+    mt.kernels.push_back("fused_" + std::to_string(i) + "_" + node.op);
+  }
+  for (ModelTask& mt : tasks) mt.share = total > 0 ? mt.flops / total : 0;
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const ModelTask& a, const ModelTask& b) { return a.flops > b.flops; });
+  return tasks;
+}
+
+int64_t space_size(const ops::ConfigSpace& space) {
+  int64_t n = 1;
+  for (const ops::Knob& k : space) n *= static_cast<int64_t>(k.values.size());
+  return n;
+}
+
+ops::Config config_at(const ops::ConfigSpace& space, int64_t index) {
+  ANVIL_CHECK(index >= 0 && index < space_size(space), "config_at: index ", index,
+              " is outside the space of ", space_size(space), " points");
+  ops::Config c;
+  for (const ops::Knob& k : space) {
+    const int64_t n = static_cast<int64_t>(k.values.size());
+    c[k.name] = k.values[static_cast<size_t>(index % n)];
+    index /= n;
+  }
+  return c;
+}
+
+int64_t index_of(const ops::ConfigSpace& space, const ops::Config& config) {
+  for (const auto& entry : config)
+    if (std::none_of(space.begin(), space.end(),
+                     [&](const ops::Knob& k) { return k.name == entry.first; }))
+      return -1;
+  int64_t index = 0, stride = 1;
+  for (const ops::Knob& k : space) {
+    auto it = config.find(k.name);
+    size_t pos = 0;
+    if (it != config.end()) {
+      auto v = std::find(k.values.begin(), k.values.end(), it->second);
+      if (v == k.values.end()) return -1;
+      pos = static_cast<size_t>(v - k.values.begin());
+    }
+    index += static_cast<int64_t>(pos) * stride;
+    stride *= static_cast<int64_t>(k.values.size());
+  }
+  return index;
+}
+
+}  // namespace anvil::autotune

@@ -1,0 +1,59 @@
+// A tuning task: one tunable operator instance (op, input types, attributes) for one target, the
+// unit that tuning records are keyed by; and the tasks of a model.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "anvil/graph/build.h"
+#include "anvil/ops/op.h"
+#include "anvil/target/target.h"
+
+namespace anvil::autotune {
+
+struct Task {
+  std::string op;
+  std::vector<ops::TensorType> inputs;
+  ops::Attrs attrs;
+  std::string target;  // Target::str()
+
+  // The record's "task" object: {"op", "shapes", "dtype" (of the first input), "attrs"}.
+  nlohmann::json to_json() const;
+  // One string per task (the JSON above with sorted keys, a space, the target): equal keys,
+  // equal tasks.
+  std::string key() const;
+  // "conv2d_nchwc [1, 4, 56, 56, 16] x [4, 4, 3, 3, 16, 16]".
+  std::string str() const;
+  // The operator's knobs for these inputs (empty: nothing to tune).
+  ops::ConfigSpace space() const;
+};
+
+// The key of a record's "task" object and target, as Task::key makes it.
+std::string task_key(const nlohmann::json& task, const std::string& target);
+
+// A task of a model, with how much of the model it is.
+struct ModelTask {
+  Task task;
+  int count = 0;                     // kernels that are this task
+  double flops = 0;                  // their FLOPs together
+  double share = 0;                  // of the model's FLOPs
+  std::vector<std::string> kernels;  // their names (fused_3_conv2d_nchwc, ...)
+};
+
+// The distinct tunable tasks of `g` as CompiledGraph::build would compile it for `target` (after
+// the passes and fusion: each fused group's anchor with its input types), largest share first.
+std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
+                                     const graph::BuildOptions& options);
+
+// The number of points of `space` (the product of its knobs' value counts; 1 when empty).
+int64_t space_size(const ops::ConfigSpace& space);
+// Point `index` of `space` (0 <= index < space_size): mixed radix, the first knob fastest.
+// Point 0 is the default rule's configuration.
+ops::Config config_at(const ops::ConfigSpace& space, int64_t index);
+// The index of `config` in `space`, or -1 when a knob is unknown or a value is not one of its
+// knob's values (knobs `config` does not name take their default).
+int64_t index_of(const ops::ConfigSpace& space, const ops::Config& config);
+
+}  // namespace anvil::autotune

@@ -1,0 +1,154 @@
+// Tuning records: the JSON-lines format of DESIGN.md round-trips, a file cut off mid-line (a tuner
+// killed while appending) reads as every whole record, any other bad line is an error naming the
+// file and the line, and the book picks the lowest median cost among successful trials whose
+// configuration is still a point of the task's space.
+#include "anvil/autotune/records.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "testing/errors.h"
+
+namespace anvil::autotune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A dense task ([4, 32] x packed [2, 32, 16]): its space has the knobs of dense's packed path.
+Task dense_task() {
+  Task t;
+  t.op = "dense_packed";
+  t.inputs = {{{4, 32}, ir::DataType::Float32()}, {{2, 32, 16}, ir::DataType::Float32()}};
+  t.attrs = ops::Attrs("dense_packed", {{"units", int64_t{32}}});
+  t.target = Target::parse("llvm -vector-bits=256").str();
+  return t;
+}
+
+Record record(const Task& t, const ops::Config& c, std::vector<double> costs,
+              std::optional<std::string> error = std::nullopt) {
+  return {t.to_json(), t.target, c, std::move(costs), std::move(error), utc_now()};
+}
+
+class RecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "anvil_records_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  std::string dir_;
+};
+
+TEST_F(RecordsTest, AppendedRecordsReadBack) {
+  Task t = dense_task();
+  ops::ConfigSpace space = t.space();
+  ASSERT_GT(space_size(space), 2);
+  const std::string file = path("r.json");
+  append_record(file, record(t, config_at(space, 1), {2e-6, 1e-6, 3e-6}));
+  append_record(file, record(t, config_at(space, 2), {}, "crash: killed by signal SIGSEGV"));
+  RecordFile f = read_records(file);
+  ASSERT_EQ(f.records.size(), 2u);
+  EXPECT_EQ(f.torn_lines, 0);
+  EXPECT_EQ(f.records[0].task, t.to_json());
+  EXPECT_EQ(f.records[0].config, config_at(space, 1));
+  EXPECT_DOUBLE_EQ(f.records[0].cost(), 2e-6);
+  EXPECT_EQ(f.records[1].error, "crash: killed by signal SIGSEGV");
+  EXPECT_TRUE(std::isinf(f.records[1].cost()));
+  // The line is the format of DESIGN.md.
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["v"], 1);
+  EXPECT_EQ(j["task"]["op"], "dense_packed");
+  EXPECT_EQ(j["task"]["shapes"], nlohmann::json::parse("[[4, 32], [2, 32, 16]]"));
+  EXPECT_EQ(j["task"]["dtype"], "float32");
+  EXPECT_EQ(j["task"]["attrs"]["units"], 32);
+  EXPECT_TRUE(j["error"].is_null());
+  EXPECT_EQ(j["time"].get<std::string>().size(), 20u);
+}
+
+TEST_F(RecordsTest, ACutOffLastLineIsSkipped) {
+  Task t = dense_task();
+  const std::string file = path("torn.json");
+  append_record(file, record(t, {}, {1e-6}));
+  append_record(file, record(t, config_at(t.space(), 1), {5e-7}));
+  // Cut the second record in half, as a tuner killed mid-write would leave it.
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t first_end = text.find('\n');
+  std::ofstream(file, std::ios::trunc) << text.substr(0, first_end + 1 + 40);
+  RecordFile f = read_records(file);
+  EXPECT_EQ(f.records.size(), 1u);
+  EXPECT_EQ(f.torn_lines, 1);
+  // Appending after the torn line starts a new line: the torn text stays a bad line in the
+  // middle, which is an error naming it (the file was damaged, not just cut).
+  std::ofstream(file, std::ios::app) << "\n";
+  append_record(file, record(t, {}, {2e-6}));
+  std::string m = testing::user_error([&] { read_records(file); });
+  EXPECT_NE(m.find("torn.json', line 2: not JSON"), std::string::npos) << m;
+}
+
+TEST_F(RecordsTest, BadLinesAreErrorsNamingTheLine) {
+  auto expect = [&](const std::string& name, const std::string& text, const std::string& want) {
+    std::ofstream(path(name)) << text;
+    std::string m = testing::user_error([&] { read_records(path(name)); });
+    EXPECT_NE(m.find(want), std::string::npos) << m;
+  };
+  const std::string good = record(dense_task(), {}, {1e-6}).to_json().dump() + "\n";
+  expect("a.json", good + "[1, 2]\n", "a.json', line 2: a record must be a JSON object");
+  expect("b.json", "\n" + good + "{\"v\": 2}\n", "line 3: record version 2 is not supported");
+  expect("c.json", "{\"v\": 1, \"task\": {\"op\": \"x\", \"shapes\": []}}\n",
+         "line 1: the record has no field 'target'");
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["config"]["tile_m"] = "big";
+  expect("d.json", j.dump() + "\n", "line 1: config knob 'tile_m' must be an integer");
+  j = nlohmann::json::parse(good);
+  j["costs_s"] = {-1.0};
+  expect("e.json", j.dump() + "\n", "'costs_s' must hold non-negative numbers");
+  std::string m = testing::user_error([&] { read_records(path("missing.json")); });
+  EXPECT_NE(m.find("missing.json': cannot open"), std::string::npos) << m;
+}
+
+TEST(RecordBook, PicksTheFastestSuccessfulTrialThatFitsTheSpace) {
+  Task t = dense_task();
+  ops::ConfigSpace space = t.space();
+  Task other = t;
+  other.inputs[0].shape = {8, 32};
+  ops::Config stale = {{"no_such_knob", 3}};
+  ops::Config off_space = config_at(space, 0);
+  off_space[space[0].name] = 12345;
+  std::vector<Record> rs = {
+      record(t, config_at(space, 1), {3e-6, 3e-6}),
+      record(t, config_at(space, 2), {1e-6, 9e-6, 2e-6}),  // median 2e-6: the best
+      record(t, config_at(space, 3), {}, "wrong result"),  // failed
+      record(t, stale, {1e-9}),                            // from an older space
+      record(t, off_space, {1e-9}),                        // a value the knob no longer has
+      record(other, config_at(space, 1), {1e-9}),          // another task
+  };
+  RecordBook book(rs);
+  EXPECT_EQ(book.num_records(), 6u);
+  EXPECT_EQ(book.num_tasks(), 2u);
+  ASSERT_TRUE(book.best(t).has_value());
+  EXPECT_EQ(*book.best(t), config_at(space, 2));
+  EXPECT_DOUBLE_EQ(book.best_cost(t), 2e-6);
+  Task third = t;
+  third.inputs[0].shape = {16, 32};
+  EXPECT_FALSE(book.best(third).has_value());
+  // The same task for another target is another task.
+  Task avx512 = t;
+  avx512.target = Target::parse("llvm -vector-bits=512").str();
+  EXPECT_FALSE(book.best(avx512).has_value());
+}
+
+}  // namespace
+}  // namespace anvil::autotune
