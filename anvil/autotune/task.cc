@@ -27,6 +27,56 @@ nlohmann::json Task::to_json() const {
   return {{"op", op}, {"shapes", shapes}, {"dtype", dtype.str()}, {"attrs", a}};
 }
 
+Task Task::from_json(const nlohmann::json& j, const std::string& target) {
+  ANVIL_CHECK(j.is_object() && j.contains("op") && j["op"].is_string(),
+              "a task must be an object with a string 'op'");
+  Task t;
+  t.op = j["op"];
+  t.target = target;
+  ir::DataType dtype = ir::DataType::Float32();
+  if (j.contains("dtype")) {
+    ANVIL_CHECK(j["dtype"].is_string(), "task '", t.op, "': 'dtype' must be a string");
+    dtype = ir::DataType::parse(j["dtype"].get<std::string>());
+  }
+  ANVIL_CHECK(j.contains("shapes") && j["shapes"].is_array(), "task '", t.op,
+              "': 'shapes' must be an array of shapes");
+  for (const nlohmann::json& s : j["shapes"]) {
+    ANVIL_CHECK(s.is_array(), "task '", t.op, "': a shape must be an array, not ", s.dump());
+    std::vector<int64_t> shape;
+    for (const nlohmann::json& d : s) {
+      ANVIL_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0, "task '", t.op,
+                  "': a dimension must be a non-negative integer, not ", d.dump());
+      shape.push_back(d.get<int64_t>());
+    }
+    t.inputs.push_back({shape, dtype});
+  }
+  std::map<std::string, ops::AttrValue> attrs;
+  if (j.contains("attrs")) {
+    ANVIL_CHECK(j["attrs"].is_object(), "task '", t.op, "': 'attrs' must be an object");
+    for (const auto& [name, v] : j["attrs"].items()) {
+      if (v.is_number_integer()) {
+        attrs[name] = v.get<int64_t>();
+      } else if (v.is_number()) {
+        attrs[name] = v.get<double>();
+      } else if (v.is_string()) {
+        attrs[name] = v.get<std::string>();
+      } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) {
+                   return x.is_number_integer();
+                 })) {
+        attrs[name] = v.get<std::vector<int64_t>>();
+      } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) {
+                   return x.is_number();
+                 })) {
+        attrs[name] = v.get<std::vector<double>>();
+      } else {
+        ANVIL_FAIL("task '", t.op, "': attribute '", name, "' has no attribute form: ", v.dump());
+      }
+    }
+  }
+  t.attrs = ops::Attrs(t.op, attrs);
+  return t;
+}
+
 std::string task_key(const nlohmann::json& task, const std::string& target) {
   return task.dump() + " " + target;  // nlohmann::json objects keep their keys sorted
 }

@@ -28,6 +28,10 @@ struct Task {
   std::string str() const;
   // The operator's knobs for these inputs (empty: nothing to tune).
   ops::ConfigSpace space() const;
+
+  // The task a record's "task" object and target describe. Throws anvil::Error naming the field
+  // that is missing or malformed.
+  static Task from_json(const nlohmann::json& task, const std::string& target);
 };
 
 // The key of a record's "task" object and target, as Task::key makes it.

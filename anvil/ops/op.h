@@ -96,6 +96,13 @@ struct OpDef {
       schedule_x86;
   // The knobs the tuner may search for these input types (empty when there is nothing to tune).
   std::function<ConfigSpace(const std::vector<TensorType>&, const Attrs&, const Target&)> space;
+  // Optional: inputs of these types on which the op is defined, when uniform random values are
+  // not (Winograd's transformed weight must be the transform of a 3x3 one); the tuner checks its
+  // candidates on them. `random(shape)` gives an array of uniform floats.
+  std::function<std::vector<runtime::NDArray>(
+      const std::vector<TensorType>&, const Attrs&,
+      const std::function<runtime::NDArray(const std::vector<int64_t>&)>& random)>
+      sample_inputs;
 };
 
 // The registry. register_op is called by each family's registration function (see ops.cc);

@@ -691,6 +691,16 @@ void register_winograd_ops() {
     def.reference = conv_reference;
     def.schedule_x86 = wino_schedule;
     def.space = wino_space;
+    // U must be the transform of a 3x3 weight: made from a random one by the pack op.
+    def.sample_inputs = [](const std::vector<TensorType>& in, const Attrs& attrs,
+                           const std::function<runtime::NDArray(const std::vector<int64_t>&)>&
+                               random) {
+      const std::vector<int64_t>& x = in.at(0).shape;  // [N, C'/ib, H, W, ib]
+      const std::vector<int64_t>& u = in.at(1).shape;  // [a, a, O'/ob, C', ob]
+      runtime::NDArray w = random({u[2] * u[4], u[3], 3, 3});
+      Attrs pack(kPack, {{"in_block", x[4]}, {"out_block", u[4]}, {"tile", attrs.get_int("tile")}});
+      return std::vector<runtime::NDArray>{random(x), pack_reference({w}, pack)[0]};
+    };
     register_op(std::move(def));
   }
 }

@@ -1,5 +1,5 @@
 // `anvil bench` end to end with the reference interpreter as the baseline (tests/tools/
-// reference_worker.cc, a worker of the protocol in tools/anvil/worker.h), so that the test needs
+// reference_worker.cc, a worker of the protocol in tools/anvil/bench.h), so that the test needs
 // neither ONNX Runtime nor PyTorch: the table, the summary JSON, the blocks of timed runs, the
 // output check that keeps disagreeing baselines out of the table, and workers that refuse, crash or
 // answer garbage, each a row with a note naming what went wrong.

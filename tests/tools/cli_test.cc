@@ -156,7 +156,7 @@ TEST_F(Cli, HelpSucceeds) {
   EXPECT_NE(r.out.find("--input-shape"), std::string::npos) << r.out;
   // Every command's help ends with an example of it.
   for (const std::string cmd :
-       {"", "compile", "run", "inspect", "bench", "zoo", "zoo list", "zoo export"}) {
+       {"", "compile", "run", "inspect", "bench", "tune", "zoo", "zoo list", "zoo export"}) {
     r = anvil(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd << ": " << r.out;
@@ -174,7 +174,7 @@ TEST_F(Cli, HelpSucceeds) {
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
   expect_error("frobnicate", 1,
-               {"unknown command 'frobnicate'", "compile, run, inspect, bench, zoo"});
+               {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});

@@ -1,4 +1,4 @@
-// A baseline worker for the tests of `anvil bench`: the protocol of tools/anvil/worker.h served by
+// A baseline worker for the tests of `anvil bench`: the protocol of tools/anvil/bench.h served by
 // the reference interpreter (an independent implementation of every op), with faults on demand:
 //   reference_worker [--fault wrong|refuse|crash|garbage]
 //     wrong    outputs that differ from the model's (1 added to the first element of each)

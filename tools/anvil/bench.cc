@@ -23,12 +23,12 @@
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
+#include "anvil/support/worker.h"
 #include "anvil/target/peak.h"
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/bench_report.h"
 #include "tools/anvil/commands.h"
-#include "tools/anvil/worker.h"
 
 namespace anvil::cli {
 
@@ -38,8 +38,6 @@ namespace {
 
 // Seconds a worker may take to answer: loading includes torch.jit's trace and freeze.
 constexpr double kLoadTimeout = 900, kRunTimeout = 300, kTimeTimeout = 900;
-
-const char* const kKnownBaselines[] = {"onnxruntime", "torch_eager", "torch_jit"};
 
 // The directory anvil's executable is in (bin/ of the build or install tree).
 fs::path exe_dir() {
@@ -306,7 +304,7 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
     row.note = error_of([&] {
       // A worker per pair: one baseline process at a time, each started for its thread count
       // (idle runtimes' threads spin, and PyTorch's pool does not shrink and grow cleanly).
-      Worker worker(b.name, b.command);
+      Worker worker("baseline " + b.name, b.command);
       if (b.version.empty()) {
         b.version = worker.version().empty() ? "(no version)" : worker.version();
         std::printf("  baseline %s %s\n", b.name.c_str(), b.version.c_str());

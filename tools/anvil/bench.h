@@ -1,12 +1,26 @@
 // `anvil bench`: Anvil against ONNX Runtime and PyTorch on the same models, the paper's speedup.
 //
 // For each model, Anvil compiles it into model.so and loads it as a user would; each baseline is
-// a worker process (worker.h) that loads the same ONNX file (a zoo model is exported first) with
-// the same inputs. Per thread count: every side runs once and the baselines' outputs are compared
-// with Anvil's (a row whose outputs disagree carries a note, not a time); then after a warm-up,
-// blocks of `block` timed runs alternate between Anvil and each baseline until each side has
-// `runs`, each block after a pause in which the threads of the side before go to sleep. Medians are
-// reported; speedup = baseline ms / Anvil ms.
+// a worker process (anvil/support/worker.h) that loads the same ONNX file (a zoo model is exported
+// first) with the same inputs. Per thread count: every side runs once and the baselines' outputs
+// are compared with Anvil's (a row whose outputs disagree carries a note, not a time); then after a
+// warm-up, blocks of `block` timed runs alternate between Anvil and each baseline until each side
+// has `runs`, each block after a pause in which the threads of the side before go to sleep. Medians
+// are reported; speedup = baseline ms / Anvil ms.
+//
+// The baselines' requests (the workers in tools/bench/ serve them; `--worker NAME=COMMAND` plugs
+// in another):
+//   on start   the worker prints {"ok": true, "name": "onnxruntime", "version": "1.30.0"}.
+//   {"op": "load", "model": "/abs/m.onnx", "threads": 2, "inputs": {"data": "/abs/data.npy"}}
+//              loads the ONNX file for `threads` intra-op threads (one inter-op thread) and reads
+//              each input from its .npy file (C order; float32, float64, int32, int64 or bool).
+//              Replaces the model loaded before. -> {"ok": true}
+//   {"op": "run", "outputs_dir": "/abs/dir"}
+//              runs once and writes output i (in the ONNX graph's order) to
+//              outputs_dir/output_<i>.npy. -> {"ok": true, "outputs": ["/abs/dir/output_0.npy"]}
+//   {"op": "time", "runs": 10}
+//              runs `runs` times back to back, timing each call alone with a monotonic clock.
+//              -> {"ok": true, "ms": [1.25, 1.24, ...]}
 #pragma once
 
 #include <string>

@@ -1,7 +1,8 @@
 // The `anvil` command line: compile a model (an ONNX file or a built-in one) into model.so, run a
 // compiled model on .npy inputs (and profile its kernels), inspect what the compiler makes of a
-// model at each stage, time it against ONNX Runtime and PyTorch (bench), list and export the
-// built-in models. Every command's --help ends with an example.
+// model at each stage, time it against ONNX Runtime and PyTorch (bench), tune its kernels' schedule
+// configurations (tune), list and export the built-in models. Every command's --help ends with an
+// example.
 //
 // Exit codes, and which failure maps to which:
 //   0  success (and --help).
@@ -39,6 +40,7 @@
 #include "tools/anvil/args.h"
 #include "tools/anvil/bench.h"
 #include "tools/anvil/commands.h"
+#include "tools/anvil/tune.h"
 
 namespace {
 
@@ -56,6 +58,7 @@ std::string unknown_command(CLI::App& parent, const std::string& arg) {
   std::string names;
   for (CLI::App* sub : parent.get_subcommands([](CLI::App*) { return true; })) {
     if (sub->check_name(arg)) return "";
+    if (sub->get_group().empty()) continue;  // hidden (measure-worker)
     names += (names.empty() ? "" : ", ") + sub->get_name();
   }
   return "unknown command '" + arg + "' (expected one of: " + names + ")";
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("NAME,...");
   b->add_option("--worker", bench.workers,
-                "A baseline's worker command, NAME=COMMAND (the protocol: tools/anvil/worker.h); "
+                "A baseline's worker command, NAME=COMMAND (the protocol: tools/anvil/bench.h); "
                 "repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=COMMAND");
@@ -229,6 +232,50 @@ int main(int argc, char** argv) {
       "  anvil bench resnet18 --threads 1 --baselines onnxruntime\n"
       "  anvil bench model.onnx --input-shape data=1x3x224x224 --baselines torch_jit --ablation");
 
+  TuneOptions tune;
+  CLI::App* t = app.add_subcommand(
+      "tune", "Search each kernel's schedule configurations; append the trials to records");
+  t->add_option("MODEL", tune.model, "An ONNX file, or zoo:NAME for a built-in model")->required();
+  t->add_option("--tuning-records", tune.records,
+                "The records: read to resume, every trial appended (JSON lines)")
+      ->required()
+      ->type_name("FILE");
+  t->add_option("--trials", tune.trials, "Configurations measured per task, the default included")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  t->add_option("--tuner", tune.tuner, "How to pick them: random or grid (index order)")
+      ->capture_default_str()
+      ->type_name("TUNER")
+      ->check(CLI::IsMember(tuner_names()));
+  t->add_option("--seed", tune.seed, "Seed of the random tuner")->capture_default_str();
+  t->add_option("--time-budget", tune.time_budget_min,
+                "Stop starting trials after this many minutes (the records resume from there)")
+      ->type_name("MIN")
+      ->check(CLI::Range(0.0, 1e6));
+  t->add_option("--timeout", tune.timeout_s,
+                "Seconds a candidate may take to compile, check and time before it is killed")
+      ->capture_default_str()
+      ->type_name("S")
+      ->check(CLI::Range(0.1, 1e6));
+  t->add_option("--repeats", tune.repeats, "Timed repeats per candidate")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  t->add_option("--target", tune.target, "What to tune for (an llvm target for this CPU)")
+      ->capture_default_str()
+      ->type_name("TARGET");
+  t->add_option("--input-shape", tune.input_shapes, "Bind an input's shape, NAME=DIMS; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=DIMS");
+  t->footer(
+      "Examples:\n"
+      "  anvil tune zoo:resnet18 --trials 40 --tuning-records resnet18.json\n"
+      "  anvil compile zoo:resnet18 --tuning-records resnet18.json -o resnet18.so");
+  // The tuner's measurement process (anvil/autotune/measure.h): not for people.
+  CLI::App* mw = app.add_subcommand("measure-worker", "");
+  mw->group("");
+
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
   zoo->add_subcommand("list", "Names, descriptions, inputs and outputs");
@@ -246,6 +293,7 @@ int main(int argc, char** argv) {
       "  anvil run resnet18.so --fill-mode random --repeat 20\n"
       "  anvil inspect zoo:dqn --stage fused\n"
       "  anvil bench resnet18 --baselines onnxruntime\n"
+      "  anvil tune zoo:dqn --trials 20 --tuning-records dqn.json\n"
       "Run 'anvil COMMAND --help' for a command's options.");
 
   std::string unknown = argc > 1 ? unknown_command(app, argv[1]) : "";
@@ -273,6 +321,10 @@ int main(int argc, char** argv) {
       inspect_command(inspect);
     } else if (b->parsed()) {
       bench_command(bench);
+    } else if (t->parsed()) {
+      tune_command(tune);
+    } else if (mw->parsed()) {
+      measure_worker_command();
     } else if (zoo->got_subcommand("list")) {
       zoo_list_command();
     } else if (ze->parsed()) {

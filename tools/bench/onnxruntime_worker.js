@@ -1,5 +1,5 @@
 // The onnxruntime baseline of `anvil bench`: a worker that speaks the protocol of
-// tools/anvil/worker.h (one JSON object per line on stdin and stdout) and runs ONNX Runtime
+// tools/anvil/bench.h (one JSON object per line on stdin and stdout) and runs ONNX Runtime
 // through npm's onnxruntime-node.
 //
 // Usage: node tools/bench/onnxruntime_worker.js DEPS_DIR

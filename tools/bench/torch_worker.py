@@ -1,6 +1,6 @@
 """The torch_eager and torch_jit baselines of `anvil bench`.
 
-A worker that speaks the protocol of tools/anvil/worker.h (one JSON object per line on stdin and
+A worker that speaks the protocol of tools/anvil/bench.h (one JSON object per line on stdin and
 stdout). It reads an ONNX file and runs the same architecture with the same weights as the
 PyTorch module a PyTorch user would write: ONNX nodes become nn.Conv2d, nn.BatchNorm2d, nn.Linear,
 nn.LSTM, ... and torch functions. --mode eager runs that module under torch.inference_mode();

@@ -1,4 +1,4 @@
-#include "tools/anvil/worker.h"
+#include "anvil/support/worker.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace anvil::cli {
+namespace anvil {
 
 namespace {
 
@@ -30,7 +30,8 @@ std::string join(const std::vector<std::string>& argv) {
 std::string exit_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status))
-    return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   return "stopped";
 }
 
@@ -38,16 +39,16 @@ std::string exit_status(int status) {
 
 Worker::Worker(std::string name, std::vector<std::string> argv, double timeout_s)
     : name_(std::move(name)), command_(join(argv)) {
-  if (argv.empty()) throw std::runtime_error("baseline " + name_ + ": empty worker command");
+  if (argv.empty()) throw std::runtime_error(name_ + ": empty worker command");
   char tmpl[] = "/tmp/anvil-worker-XXXXXX";
   int err_fd = mkstemp(tmpl);
-  if (err_fd < 0) throw std::runtime_error("baseline " + name_ + ": cannot create a stderr file");
+  if (err_fd < 0) throw std::runtime_error(name_ + ": cannot create a stderr file");
   stderr_file_ = tmpl;
 
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
     close(err_fd);
-    throw std::runtime_error("baseline " + name_ + ": pipe: " + std::strerror(errno));
+    throw std::runtime_error(name_ + ": pipe: " + std::strerror(errno));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -69,8 +70,7 @@ Worker::Worker(std::string name, std::vector<std::string> argv, double timeout_s
     close(to_worker_);
     close(from_worker_);
     to_worker_ = from_worker_ = -1;
-    throw std::runtime_error("baseline " + name_ + ": cannot start '" + command_ +
-                             "': " + std::strerror(rc));
+    throw std::runtime_error(name_ + ": cannot start '" + command_ + "': " + std::strerror(rc));
   }
   pid_ = pid;
   // A worker that dies must not kill anvil with SIGPIPE on the next write.
@@ -123,7 +123,7 @@ std::string Worker::stderr_tail() const {
 }
 
 void Worker::fail(const std::string& what, const std::string& why) {
-  std::string message = "baseline " + name_ + " (" + command_ + "), " + what + ": " + why;
+  std::string message = name_ + " (" + command_ + "), " + what + ": " + why;
   int status = 0;
   if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
     message += "; the worker " + exit_status(status);
@@ -169,7 +169,7 @@ std::string Worker::read_line(double timeout_s, const std::string& what) {
 
 nlohmann::json Worker::request(const nlohmann::json& request, double timeout_s) {
   const std::string op = request.value("op", std::string("?"));
-  if (pid_ <= 0) throw std::runtime_error("baseline " + name_ + ": the worker is not running");
+  if (pid_ <= 0) throw std::runtime_error(name_ + ": the worker is not running");
   std::string line = request.dump() + "\n";
   for (size_t done = 0; done < line.size();) {
     ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
@@ -186,9 +186,9 @@ nlohmann::json Worker::request(const nlohmann::json& request, double timeout_s) 
     std::string error = answer.contains("error") && answer["error"].is_string()
                             ? answer["error"].get<std::string>()
                             : answer.dump();
-    throw std::runtime_error("baseline " + name_ + ", " + op + ": " + error);
+    throw std::runtime_error(name_ + ", " + op + ": " + error);
   }
   return answer;
 }
 
-}  // namespace anvil::cli
+}  // namespace anvil

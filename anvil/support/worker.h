@@ -1,22 +1,12 @@
-// A baseline of `anvil bench` runs in its own process, a worker, that loads a model once and times
-// its own calls; anvil talks to it over pipes, one JSON object per line each way.
-//
-// The protocol (the workers in tools/bench/ implement it; `--worker NAME=COMMAND` plugs in
-// another):
-//   on start   the worker prints {"ok": true, "name": "onnxruntime", "version": "1.30.0"}.
-//   {"op": "load", "model": "/abs/m.onnx", "threads": 2, "inputs": {"data": "/abs/data.npy"}}
-//              loads the ONNX file for `threads` intra-op threads (one inter-op thread) and reads
-//              each input from its .npy file (C order; float32, float64, int32, int64 or bool).
-//              Replaces the model loaded before. -> {"ok": true}
-//   {"op": "run", "outputs_dir": "/abs/dir"}
-//              runs once and writes output i (in the ONNX graph's order) to
-//              outputs_dir/output_<i>.npy. -> {"ok": true, "outputs": ["/abs/dir/output_0.npy"]}
-//   {"op": "time", "runs": 10}
-//              runs `runs` times back to back, timing each call alone with a monotonic clock.
-//              -> {"ok": true, "ms": [1.25, 1.24, ...]}
+// A worker: a child process that answers JSON requests, one object per line each way over its
+// stdin and stdout. `anvil bench` runs its baselines in workers (the protocol of their requests:
+// tools/anvil/bench.h) and the tuner measures candidates in one (anvil/autotune/measure.h), so that
+// a crash or a hang costs the worker, not the caller.
+//   on start   the worker prints {"ok": true, "name": "...", "version": "..."}.
+//   a request  {"op": "...", ...} -> {"ok": true, ...}, or {"ok": false, "error": "what failed
+//              and why"} after which the worker keeps serving.
 //   {"op": "quit"} the worker exits with status 0.
-// A request that fails answers {"ok": false, "error": "what failed and why"} and the worker keeps
-// serving. Everything else a worker prints goes to stderr, never stdout.
+// Everything else a worker prints goes to stderr, never stdout.
 #pragma once
 
 #include <sys/types.h>
@@ -25,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace anvil::cli {
+namespace anvil {
 
 // A worker process; the destructor asks it to quit and reaps it (killing it if it does not go).
 class Worker {
@@ -66,4 +56,4 @@ class Worker {
   std::string buffer_;  // bytes read past the last line
 };
 
-}  // namespace anvil::cli
+}  // namespace anvil
