@@ -1,9 +1,10 @@
 // `anvil tune`: every trial of every task of a model appended to the records (the default
-// configuration first), a second run resumes instead of measuring again, and the records then
-// tune every kernel of `anvil compile`.
+// configuration first, a confirmation of the best against it last), a second run resumes instead
+// of measuring again, and the records then tune every kernel of `anvil compile`; the genetic
+// search runs too.
 #include <gtest/gtest.h>
 
-#include <set>
+#include <map>
 
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/task.h"
@@ -22,26 +23,32 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
   EXPECT_NE(r.out.find(std::to_string(tasks.size()) + " tunable tasks"), std::string::npos)
       << r.out;
   autotune::RecordFile f = autotune::read_records(path("dqn.json"));
-  ASSERT_EQ(f.records.size(), 2 * tasks.size());
-  std::set<std::string> tuned_tasks;
+  // Per task, in order: the default, one other point, and when that one was faster, the default
+  // and it once more (the confirmation pass).
+  std::map<std::string, std::vector<int64_t>> points;
   for (const autotune::Record& rec : f.records) {
     EXPECT_FALSE(rec.error) << *rec.error;
     EXPECT_FALSE(rec.costs_s.empty());
-    tuned_tasks.insert(autotune::task_key(rec.task, rec.target));
+    autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
+    points[t.key()].push_back(autotune::index_of(t.space(), rec.config));
   }
-  EXPECT_EQ(tuned_tasks.size(), tasks.size());
-  // Each task's first trial is its default configuration.
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const autotune::Record& first = f.records[2 * i];
-    autotune::Task t = autotune::Task::from_json(first.task, first.target);
-    EXPECT_EQ(autotune::index_of(t.space(), first.config), 0) << t.str();
+  EXPECT_EQ(points.size(), tasks.size());
+  for (const auto& [key, p] : points) {
+    ASSERT_TRUE(p.size() == 2 || p.size() == 4) << key;
+    EXPECT_EQ(p[0], 0) << key;
+    EXPECT_GT(p[1], 0) << key;
+    if (p.size() == 4) {
+      EXPECT_EQ(p[2], 0) << key;
+      EXPECT_EQ(p[3], p[1]) << key;
+    }
   }
+  const size_t total = f.records.size();
 
   // Resumed: nothing left to measure, nothing appended.
   r = anvil("tune zoo:dqn --trials 2 --repeats 1 --tuning-records dqn.json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("2 already recorded"), std::string::npos) << r.out;
-  EXPECT_EQ(autotune::read_records(path("dqn.json")).records.size(), 2 * tasks.size());
+  EXPECT_EQ(autotune::read_records(path("dqn.json")).records.size(), total);
 
   size_t kernels = 0;
   for (const autotune::ModelTask& t : tasks) kernels += t.kernels.size();
@@ -50,6 +57,14 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
   const std::string all =
       std::to_string(kernels) + " of " + std::to_string(kernels) + " tunable kernels tuned\n";
   EXPECT_NE(c.out.find(all), std::string::npos) << c.out;
+}
+
+TEST_F(Cli, TuneWithTheGeneticSearch) {
+  Result r = anvil(
+      "tune zoo:dqn --trials 3 --repeats 1 --tuner genetic --seed 4 "
+      "--tuning-records genetic.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_GE(autotune::read_records(path("genetic.json")).records.size(), 3u);
 }
 
 TEST_F(Cli, TuneRefusesBadArguments) {

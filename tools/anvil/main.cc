@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
-  t->add_option("--tuner", tune.tuner, "How to pick them: random or grid (index order)")
+  t->add_option("--tuner", tune.tuner, "How to pick them: random, grid (index order) or genetic")
       ->capture_default_str()
       ->type_name("TUNER")
       ->check(CLI::IsMember(tuner_names()));

@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <numeric>
-#include <random>
-#include <set>
+#include <map>
+#include <memory>
 
 #include "anvil/autotune/measure.h"
 #include "anvil/autotune/records.h"
+#include "anvil/autotune/search.h"
 #include "anvil/autotune/task.h"
 #include "anvil/graph/flops.h"
 #include "tools/anvil/args.h"
@@ -27,26 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The order in which a tuner visits the points of a space of `size` points: the default (point 0)
-// first, then every other point once. Random: a seeded shuffle; grid: index order.
-std::vector<int64_t> visiting_order(const std::string& tuner, int64_t size, uint32_t seed,
-                                    int64_t wanted) {
-  std::vector<int64_t> order = {0};
-  if (tuner == "grid" || wanted >= size) {
-    for (int64_t i = 1; i < std::min(size, wanted); ++i) order.push_back(i);
-    return order;
-  }
-  // Random: distinct points drawn without replacement (a set: spaces can be large).
-  std::mt19937_64 rng(seed);
-  std::set<int64_t> seen = {0};
-  std::uniform_int_distribution<int64_t> pick(1, size - 1);
-  while (static_cast<int64_t>(order.size()) < wanted) {
-    int64_t i = pick(rng);
-    if (seen.insert(i).second) order.push_back(i);
-  }
-  return order;
-}
-
 std::string gflops_string(double flops, double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", flops / seconds / 1e9);
@@ -56,7 +36,7 @@ std::string gflops_string(double flops, double seconds) {
 }  // namespace
 
 std::vector<std::string> tuner_names() {
-  return {"random", "grid"};
+  return autotune::search_names();
 }
 
 void tune_command(const TuneOptions& o) {
@@ -104,57 +84,74 @@ void tune_command(const TuneOptions& o) {
     const ops::ConfigSpace space = task.space();
     const int64_t size = autotune::space_size(space);
     const double flops = mt.flops / mt.count;
-    // What the records already hold for this task.
-    std::set<int64_t> done;
-    double best = INFINITY, default_cost = INFINITY;
+    // What the records already hold for this task: point -> its lowest cost (infinity: failed).
+    std::map<int64_t, double> measured;
     for (const autotune::Record& r : file.records) {
       if (autotune::task_key(r.task, r.target) != task.key()) continue;
       int64_t i = autotune::index_of(space, r.config);
       if (i < 0) continue;
-      done.insert(i);
-      best = std::min(best, r.cost());
-      if (i == 0) default_cost = std::min(default_cost, r.cost());
+      auto [it, added] = measured.emplace(i, r.cost());
+      if (!added) it->second = std::min(it->second, r.cost());
     }
+    const size_t recorded = measured.size();
+    auto best_of = [&] {
+      std::pair<int64_t, double> b = {-1, INFINITY};
+      for (const auto& [i, c] : measured)
+        if (c < b.second) b = {i, c};
+      return b;
+    };
+    auto default_cost = [&] { return measured.count(0) ? measured.at(0) : INFINITY; };
     const int64_t wanted = std::min<int64_t>(o.trials, size);
-    std::vector<int64_t> order =
-        visiting_order(o.tuner, size, o.seed + static_cast<uint32_t>(ti), wanted);
-    std::printf(
-        "[%zu/%zu] %s: %zu kernel(s), %.1f%% of the FLOPs, %lld configurations%s\n", ti + 1,
-        tasks.size(), task.str().c_str(), mt.kernels.size(), 100 * mt.share,
-        static_cast<long long>(size),
-        done.empty() ? "" : (", " + std::to_string(done.size()) + " already recorded").c_str());
+    std::unique_ptr<autotune::Search> search =
+        autotune::make_search(o.tuner, space, o.seed + static_cast<uint32_t>(ti));
+    std::printf("[%zu/%zu] %s: %zu kernel(s), %.1f%% of the FLOPs, %lld configurations%s\n", ti + 1,
+                tasks.size(), task.str().c_str(), mt.kernels.size(), 100 * mt.share,
+                static_cast<long long>(size),
+                recorded ? (", " + std::to_string(recorded) + " already recorded").c_str() : "");
     std::fflush(stdout);
-    int failed = 0, measured = 0;
-    for (int64_t index : order) {
-      if (done.count(index)) continue;
-      if (out_of_time()) break;
+    int failed = 0, measured_now = 0;
+    // Measures point `index` and appends the trial.
+    auto trial = [&](int64_t index) {
       const ops::Config config = autotune::config_at(space, index);
       autotune::Measurement m = measurer.measure(task, config, mo);
       autotune::Record r{task.to_json(), task.target, config,
                          m.costs_s,      m.error,     autotune::utc_now()};
       with_exit_code(kRuntime, "", [&] { autotune::append_record(o.records, r); });
-      ++measured;
-      if (m.error) {
-        ++failed;
-      } else {
-        best = std::min(best, r.cost());
-        if (index == 0) default_cost = r.cost();
-      }
+      if (m.error) ++failed;
+      auto [it, added] = measured.emplace(index, r.cost());
+      if (!added) it->second = std::min(it->second, r.cost());
+    };
+    while (static_cast<int64_t>(measured.size()) < wanted && !out_of_time()) {
+      int64_t index = search->next(measured);
+      if (index < 0) break;
+      trial(index);
+      ++measured_now;
       if (!tty) continue;
-      std::printf("\r  trial %d/%lld: best %s GFLOP/s%s%s",
-                  measured + static_cast<int>(done.size()), static_cast<long long>(wanted),
+      const double best = best_of().second;
+      std::printf("\r  trial %zu/%lld: best %s GFLOP/s%s%s", measured.size(),
+                  static_cast<long long>(wanted),
                   std::isfinite(best) ? gflops_string(flops, best).c_str() : "-",
-                  std::isfinite(default_cost)
-                      ? (" (default " + gflops_string(flops, default_cost) + ")").c_str()
+                  std::isfinite(default_cost())
+                      ? (" (default " + gflops_string(flops, default_cost()) + ")").c_str()
                       : "",
                   failed ? (", " + std::to_string(failed) + " failed").c_str() : "");
       std::fflush(stdout);
     }
+    // A best point measured while something else ran could beat a default measured in a quiet
+    // moment, or the reverse: both once more, one after the other, so that the records never
+    // prefer a configuration that is slower than the default.
+    if (measured_now > 0 && best_of().first > 0 && std::isfinite(best_of().second)) {
+      const int64_t b = best_of().first;
+      trial(0);
+      trial(b);
+      measured_now += 2;
+    }
+    const double best = best_of().second;
     std::printf("%s  %s: best %s GFLOP/s, default %s GFLOP/s (%d measured, %d failed)\n",
-                measured && tty ? "\n" : "", task.op.c_str(),
+                measured_now && tty ? "\n" : "", task.op.c_str(),
                 std::isfinite(best) ? gflops_string(flops, best).c_str() : "-",
-                std::isfinite(default_cost) ? gflops_string(flops, default_cost).c_str() : "-",
-                measured, failed);
+                std::isfinite(default_cost()) ? gflops_string(flops, default_cost()).c_str() : "-",
+                measured_now, failed);
     std::fflush(stdout);
     if (out_of_time()) {
       std::printf("time budget of %.1f min spent; the records resume from here\n",

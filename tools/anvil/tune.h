@@ -12,7 +12,7 @@ struct TuneOptions {
   std::vector<std::string> input_shapes;
   std::string target = "llvm";
   int trials = 20;               // per task, the default configuration included
-  std::string tuner = "random";  // random or grid
+  std::string tuner = "random";  // random, grid or genetic (anvil/autotune/search.h)
   uint32_t seed = 0;
   double time_budget_min = 0;  // stop starting trials after this many minutes (0: no limit)
   double timeout_s = 60;       // per candidate: compile, check and timing
