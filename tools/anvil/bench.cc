@@ -104,10 +104,20 @@ BenchModel resolve_model(const std::string& text, const fs::path& work) {
   return {fs::path(text).stem().string(), text, fs::absolute(text).string()};
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+double median(const std::vector<double>& ms) {
+  return latency_stats(ms).median_ms;
+}
+
+// A row's medians and fastest runs from the two sides' times (no baseline: `baseline` empty).
+void set_times(BenchRow* row, const std::vector<double>& anvil,
+               const std::vector<double>& baseline) {
+  LatencyStats a = latency_stats(anvil);
+  row->anvil_ms = a.median_ms;
+  row->anvil_min_ms = a.min_ms;
+  if (baseline.empty()) return;
+  LatencyStats b = latency_stats(baseline);
+  row->baseline_ms = b.median_ms;
+  row->baseline_min_ms = b.min_ms;
 }
 
 // Times `n` calls of `model` one by one, appending each in ms.
@@ -340,12 +350,8 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
     time_anvil(model, inputs, o.warmup, &ignored);
     time_anvil(model, inputs, o.runs, &anvil_ms);
   }
-  row.anvil_ms = median(anvil_ms);
-  row.anvil_min_ms = *std::min_element(anvil_ms.begin(), anvil_ms.end());
-  if (row.note.empty() && !b.name.empty()) {
-    row.baseline_ms = median(baseline_ms);
-    row.baseline_min_ms = *std::min_element(baseline_ms.begin(), baseline_ms.end());
-  }
+  if (!row.note.empty()) baseline_ms.clear();
+  set_times(&row, anvil_ms, baseline_ms);
   return row;
 }
 
@@ -367,10 +373,7 @@ BenchRow bench_untuned(const BenchModel& m, int threads, const runtime::Model& t
     pause_between_blocks(o);
     time_anvil(untuned, inputs, o.block, &untuned_ms);
   }
-  row.anvil_ms = median(tuned_ms);
-  row.anvil_min_ms = *std::min_element(tuned_ms.begin(), tuned_ms.end());
-  row.baseline_ms = median(untuned_ms);
-  row.baseline_min_ms = *std::min_element(untuned_ms.begin(), untuned_ms.end());
+  set_times(&row, tuned_ms, untuned_ms);
   return row;
 }
 
