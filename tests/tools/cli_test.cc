@@ -531,8 +531,6 @@ TEST_F(Cli, CompilesAndRunsAnOnnxModelWithABoundInputShape) {
   expect_error("run mm.so --input x=x.npy", 2, {"mm.safetensors"});
 }
 
-// --tuning-records is accepted (tuning is not implemented yet): the file must exist and hold one
-// JSON record per line; the records are counted, none is applied.
 // --tuning-records: bad files are exit code 2 naming the file and the line; a record for one of
 // the model's tasks is applied to its kernels and the others are listed as untuned.
 TEST_F(Cli, TuningRecordsAreAppliedToTheirTasks) {
