@@ -22,8 +22,14 @@
 // The fastest repetition of each side is reported beside the median: the machine is shared, and
 // the fastest is what a kernel does when it has the cores to itself.
 //
+// With --tuning-records FILE (anvil tune's records), each Anvil operator gets its task's best
+// recorded configuration instead of the default (the task as the graph compiler makes it: the
+// same operator, input types and attributes); the table marks those "tuned", and the layers whose
+// task had no record are listed.
+//
 //   build/bin/bench_ops [--perturbed] [--filter=REGEX] [--layout=nchw] [--threads=1,2]
-//                       [--min-time=S] [--summary-json FILE] [google benchmark flags]
+//                       [--min-time=S] [--summary-json FILE] [--tuning-records FILE]
+//                       [google benchmark flags]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -35,6 +41,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -46,6 +53,8 @@
 #include <immintrin.h>
 #endif
 
+#include "anvil/autotune/records.h"
+#include "anvil/autotune/task.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/lower/lower.h"
 #include "anvil/ops/nchwc.h"
@@ -53,6 +62,7 @@
 #include "anvil/ops/winograd.h"
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/ndarray.h"
+#include "anvil/support/error.h"
 #include "onednn_layers.h"
 #include "ops_layers.h"
 
@@ -73,6 +83,7 @@ struct Options {
   std::string summary_path;
   std::vector<int> threads = {1, 2};
   double min_time = 0.05;
+  std::string tuning_records;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -152,7 +163,7 @@ struct Compiled {
 };
 
 Compiled compile_op(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs,
-                    const Target& target) {
+                    const Target& target, const anvil::ops::Config& config = {}) {
   const anvil::ops::OpDef& def = anvil::ops::lookup(op);
   Compiled c;
   c.out_types = def.infer(in, attrs);
@@ -163,7 +174,7 @@ Compiled compile_op(const std::string& op, const std::vector<TensorType>& in, co
   }
   std::vector<anvil::te::Tensor> outs = def.compute(ins, attrs);
   anvil::te::Schedule s(outs);
-  def.schedule_x86(s, outs, target, {});
+  def.schedule_x86(s, outs, target, config);
   std::vector<anvil::te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
   c.module = anvil::codegen::LLVMModule::compile({anvil::lower(s, args, op)}, target);
@@ -249,6 +260,12 @@ Ints input_shape(const Layer& l) {
   return l.kind == LayerKind::kDense ? Ints{1, l.c} : Ints{1, l.c, l.h, l.w};
 }
 
+// The tuning records' best configurations, when --tuning-records is given.
+std::unique_ptr<anvil::autotune::RecordBook>& record_book() {
+  static std::unique_ptr<anvil::autotune::RecordBook> book;
+  return book;
+}
+
 std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>& x,
                                         const std::vector<float>& weight, bool force_nchw,
                                         const Target& target) {
@@ -304,17 +321,27 @@ std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>
         attrs = attrs_of(main_op, {{"pads", pads}, {"tile", tile}});
         blocks += " F(" + std::to_string(tile) + "x" + std::to_string(tile) + ",3x3)";
       } else if (l.kind == LayerKind::kConv) {
+        // The attributes as the graph compiler writes them (anvil/graph/layout.cc), so that the
+        // task is the model's and its tuning records apply.
         a->w = pack(pack_op, w, attrs_of(pack_op, {{"in_block", ib}, {"out_block", ob}}), target);
-        attrs = attrs_of(main_op, {{"strides", strides}, {"pads", pads}});
+        attrs =
+            attrs_of(main_op, {{"strides", strides}, {"pads", pads}, {"dilations", Ints{1, 1}}});
       } else if (l.kind == LayerKind::kDepthwise) {
         a->w = pack(pack_op, w, attrs_of(pack_op, {{"block", ib}}), target);
-        attrs = attrs_of(main_op, {{"strides", strides}, {"pads", pads}});
+        attrs =
+            attrs_of(main_op, {{"strides", strides}, {"pads", pads}, {"dilations", Ints{1, 1}}});
       } else {
         a->w = pack(pack_op, w,
-                    attrs_of(pack_op, {{"in_block", ib}, {"out_block", ob}, {"strides", strides}}),
+                    attrs_of(pack_op, {{"in_block", ib},
+                                       {"out_block", ob},
+                                       {"strides", strides},
+                                       {"dilations", Ints{1, 1}}}),
                     target);
-        attrs = attrs_of(
-            main_op, {{"kernel_shape", Ints{l.kh, l.kw}}, {"strides", strides}, {"pads", pads}});
+        attrs = attrs_of(main_op, {{"kernel_shape", Ints{l.kh, l.kw}},
+                                   {"strides", strides},
+                                   {"pads", pads},
+                                   {"dilations", Ints{1, 1}},
+                                   {"output_padding", Ints{0, 0}}});
       }
       a->op = main_op + " " + blocks;
     } else {
@@ -326,7 +353,17 @@ std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>
       a->op = main_op + (l.kind == LayerKind::kDepthwise ? " group=C" : "") + fallback;
     }
   }
-  a->kernel = compile_op(main_op, {{a->x.shape()}, {a->w.shape()}}, attrs, target);
+  anvil::ops::Config config;
+  if (record_book()) {
+    anvil::autotune::Task task{main_op, {{a->x.shape()}, {a->w.shape()}}, attrs, target.str()};
+    if (std::optional<anvil::ops::Config> best = record_book()->best(task)) {
+      config = *best;
+      a->op += " tuned";
+    } else {
+      a->op += " untuned";
+    }
+  }
+  a->kernel = compile_op(main_op, {{a->x.shape()}, {a->w.shape()}}, attrs, target, config);
   a->out = NDArray::empty(a->kernel.out_types[0].shape, anvil::runtime::dl_float32(), true);
   return a;
 }
@@ -463,6 +500,10 @@ bool parse_options(int argc, char** argv, Options& opt, std::vector<char*>& rest
       opt.summary_path = argv[++i];
     } else if (a.rfind("--summary-json=", 0) == 0) {
       opt.summary_path = a.substr(15);
+    } else if (a == "--tuning-records" && i + 1 < argc) {
+      opt.tuning_records = argv[++i];
+    } else if (a.rfind("--tuning-records=", 0) == 0) {
+      opt.tuning_records = a.substr(17);
     } else if (a == "--perturbed") {
       opt.perturbed = true;
     } else if (a.rfind("--filter=", 0) == 0) {
@@ -524,6 +565,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (!opt.tuning_records.empty()) {
+    try {
+      anvil::autotune::RecordFile f = anvil::autotune::read_records(opt.tuning_records);
+      record_book() = std::make_unique<anvil::autotune::RecordBook>(f.records);
+      std::printf("tuning records %s: %zu records of %zu tasks\n", opt.tuning_records.c_str(),
+                  record_book()->num_records(), record_book()->num_tasks());
+    } catch (const anvil::Error& err) {
+      std::fprintf(stderr, "bench_ops: --tuning-records: %s\n", err.what());
+      return 2;
+    }
+  }
+
   double peak = fma_peak_gflops();
   Target target = Target::host();
   double load_start = load_average();
@@ -552,6 +605,14 @@ int main(int argc, char** argv) {
                 e->layer.describe().c_str(), e->anvil ? e->anvil->op.c_str() : "-",
                 dnnl_impl.c_str(), s, e->note.empty() ? "" : "\n  NOTE: ", e->note.c_str());
     std::fflush(stdout);
+  }
+
+  if (record_book()) {
+    std::string untuned;
+    for (auto& e : entries)
+      if (e->anvil && e->anvil->op.ends_with(" untuned")) untuned += " " + e->layer.name;
+    std::printf("layers whose task has no tuning record:%s\n",
+                untuned.empty() ? " none" : untuned.c_str());
   }
 
   for (auto& e : entries) {

@@ -14,6 +14,7 @@ packages=(
   libonnx-testdata  # its conformance test (the ONNX backend node tests)
   nlohmann-json3-dev  # the artifact's graph JSON (compiler and runtime)
   libcli11-dev  # the anvil command line
+  libxgboost-dev xgboost  # the cost model (its CMake package needs /usr/bin/xgboost)
 )
 
 missing=()

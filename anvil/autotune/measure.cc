@@ -1,14 +1,27 @@
 #include "anvil/autotune/measure.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/lower/lower.h"
+#include "anvil/runtime/module.h"
 #include "anvil/runtime/ndarray.h"
 #include "anvil/support/error.h"
 
@@ -84,45 +97,41 @@ std::string compare(const std::vector<runtime::NDArray>& want,
   return "";
 }
 
-int32_t default_call(AnvilKernel kernel, const std::vector<const DLTensor*>& args) {
+int32_t default_call(AnvilKernel kernel, const std::vector<const DLTensor*>& args,
+                     const ops::Config&) {
   return kernel(args.data(), static_cast<int32_t>(args.size()), nullptr);
 }
 
-}  // namespace
-
-Measurement measure_here(const Task& task, const ops::Config& config, const MeasureOptions& options,
-                         const KernelCall& call_fn) {
-  static std::map<std::string, Reference> references;  // per task, for this process
-  const KernelCall call = call_fn ? call_fn : KernelCall(default_call);
-  Measurement m;
-  const Target target = Target::parse(task.target);
-  const ops::OpDef& def = ops::lookup(task.op);
-  auto start = Clock::now();
-  std::unique_ptr<codegen::LLVMModule> module;
-  AnvilKernel kernel = nullptr;
-  std::vector<ops::TensorType> out_types;
-  try {
-    out_types = def.infer(task.inputs, task.attrs);
-    std::vector<te::Tensor> ins;
-    for (size_t i = 0; i < task.inputs.size(); ++i)
-      ins.push_back(te::placeholder(ops::to_exprs(task.inputs[i].shape), task.inputs[i].dtype,
-                                    "in" + std::to_string(i)));
-    std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
-    te::Schedule s(outs);
-    def.schedule_x86(s, outs, target, config);
-    std::vector<te::Tensor> args = ins;
-    args.insert(args.end(), outs.begin(), outs.end());
-    module = codegen::LLVMModule::compile({lower(s, args, "candidate")}, target);
-    kernel = module->get_function("candidate");
-  } catch (const std::exception& e) {
-    m.error = std::string("compile: ") + e.what();
-    return m;
-  }
-  m.compile_s = seconds_since(start);
-
+// The reference of `task`, computed once per task for this process.
+const Reference& reference_of(const Task& task) {
+  static std::map<std::string, Reference> references;
   auto it = references.find(task.key());
   if (it == references.end()) it = references.emplace(task.key(), make_reference(task)).first;
-  const Reference& ref = it->second;
+  return it->second;
+}
+
+// The candidate's kernel, lowered (named "candidate"); `out_types` receives the output types.
+ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
+                                std::vector<ops::TensorType>* out_types) {
+  const ops::OpDef& def = ops::lookup(task.op);
+  *out_types = def.infer(task.inputs, task.attrs);
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < task.inputs.size(); ++i)
+    ins.push_back(te::placeholder(ops::to_exprs(task.inputs[i].shape), task.inputs[i].dtype,
+                                  "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
+  te::Schedule s(outs);
+  def.schedule_x86(s, outs, target, config);
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  return lower(s, args, "candidate");
+}
+
+// Checks a compiled candidate against the reference on its first run, then times it into `m`.
+void check_and_time(const Task& task, AnvilKernel kernel,
+                    const std::vector<ops::TensorType>& out_types, const ops::Config& config,
+                    const MeasureOptions& options, const KernelCall& call, Measurement& m) {
+  const Reference& ref = reference_of(task);
   std::vector<runtime::NDArray> outs;
   std::vector<const DLTensor*> args;
   for (const runtime::NDArray& a : ref.inputs) args.push_back(a.get());
@@ -130,29 +139,293 @@ Measurement measure_here(const Task& task, const ops::Config& config, const Meas
     outs.push_back(runtime::NDArray::empty(t.shape, ops::to_dlpack(t.dtype), true));
     args.push_back(outs.back().get());
   }
-  if (call(kernel, args) != 0) {
+  if (call(kernel, args, config) != 0) {
     m.error = std::string("runtime: ") + AnvilGetLastError();
-    return m;
+    return;
   }
   std::string differs = compare(ref.outputs, outs);
   if (!differs.empty()) {
     m.error = "wrong result: " + differs;
-    return m;
+    return;
   }
   for (int r = 0; r < options.repeats; ++r) {
     auto t0 = Clock::now();
     int calls = 0;
     do {
-      if (call(kernel, args) != 0) {
+      if (call(kernel, args, config) != 0) {
         m.error = std::string("runtime: ") + AnvilGetLastError();
         m.costs_s.clear();
-        return m;
+        return;
       }
       ++calls;
     } while (seconds_since(t0) * 1e3 < options.min_repeat_ms);
     m.costs_s.push_back(seconds_since(t0) / calls);
   }
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "stopped";
+}
+
+// What a compiling child sends its parent over a pipe: "ok COMPILE_S" when it saved the shared
+// library, or "error\n" and the reason.
+std::string compile_in_child(const Task& task, const Target& target, const ops::Config& config,
+                             const std::string& library) {
+  auto start = Clock::now();
+  try {
+    std::vector<ops::TensorType> out_types;
+    ir::LoweredFunc f = lower_candidate(task, target, config, &out_types);
+    codegen::LLVMModule::compile({f}, target)->save_shared_library(library);
+    return "ok " + std::to_string(seconds_since(start));
+  } catch (const std::exception& e) {
+    return std::string("error\n") + e.what();
+  }
+}
+
+// A compiling child: its process, the read end of its pipe, and what it has sent so far.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  size_t index = 0;
+  Clock::time_point start;
+  std::string message;
+};
+
+// Forks a child that compiles configs[index] into `library` and exits. A child runs no
+// destructors and flushes nothing (_exit), and its stdout is its stderr: the worker's stdout is
+// the protocol.
+Child start_child(const Task& task, const Target& target, const ops::Config& config, size_t index,
+                  const std::string& library) {
+  int fds[2];
+  ANVIL_CHECK(pipe2(fds, O_CLOEXEC) == 0, "measure_batch of ", task.str(),
+              ": cannot create a pipe: ", std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    ANVIL_FAIL("measure_batch of ", task.str(), ": cannot fork: ", std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Its own process group, so that a timeout also kills the linker it runs; and it dies with
+    // the worker (killed by the tuner at a batch's time limit).
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(1);
+    close(fds[0]);
+    dup2(2, 1);
+    std::string message = compile_in_child(task, target, config, library);
+    for (size_t done = 0; done < message.size();) {
+      ssize_t n = write(fds[1], message.data() + done, message.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+  Child c;
+  c.pid = pid;
+  c.fd = fds[0];
+  c.index = index;
+  c.start = Clock::now();
+  return c;
+}
+
+// Reaps a child whose pipe reached its end and records its outcome in `m`.
+void finish_child(Child& c, Measurement& m) {
+  close(c.fd);
+  int status = 0;
+  while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (c.message.rfind("ok ", 0) == 0) {
+    m.compile_s = std::strtod(c.message.c_str() + 3, nullptr);
+  } else if (c.message.rfind("error\n", 0) == 0) {
+    m.error = "compile: " + c.message.substr(6);
+  } else {
+    m.error = "compile: the compiling process " + describe_status(status) + " without an answer";
+  }
+}
+
+// Compiles configs[i] into dir/candidate<i>.so, `jobs` children at a time, each child at most
+// `timeout_s`; failures go to results[i].error.
+void compile_all(const Task& task, const Target& target, const std::vector<ops::Config>& configs,
+                 int jobs, double timeout_s, const std::string& dir,
+                 std::vector<Measurement>& results) {
+  auto library = [&](size_t i) { return dir + "/candidate" + std::to_string(i) + ".so"; };
+  std::vector<Child> running;
+  size_t next = 0;
+  while (next < configs.size() || !running.empty()) {
+    while (running.size() < static_cast<size_t>(jobs) && next < configs.size()) {
+      try {
+        running.push_back(start_child(task, target, configs[next], next, library(next)));
+      } catch (const std::exception& e) {
+        results[next].error = std::string("compile: ") + e.what();
+      }
+      ++next;
+    }
+    if (running.empty()) continue;
+    std::vector<pollfd> fds;
+    double wait_s = timeout_s;
+    for (const Child& c : running) {
+      fds.push_back({c.fd, POLLIN, 0});
+      wait_s = std::min(wait_s, timeout_s - seconds_since(c.start));
+    }
+    int ready = poll(fds.data(), fds.size(), static_cast<int>(std::max(0.0, wait_s) * 1000) + 1);
+    if (ready < 0 && errno != EINTR)
+      ANVIL_FAIL("measure_batch of ", task.str(), ": poll: ", std::strerror(errno));
+    std::vector<Child> still;
+    for (size_t k = 0; k < running.size(); ++k) {
+      Child& c = running[k];
+      bool done = false;
+      if (ready > 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+        char chunk[4096];
+        ssize_t n = read(c.fd, chunk, sizeof chunk);
+        if (n > 0) {
+          c.message.append(chunk, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          finish_child(c, results[c.index]);
+          done = true;
+        }
+      }
+      if (!done && seconds_since(c.start) >= timeout_s) {
+        kill(-c.pid, SIGKILL);
+        kill(c.pid, SIGKILL);
+        close(c.fd);
+        while (waitpid(c.pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        std::ostringstream limit;
+        limit << timeout_s;
+        results[c.index].error = "timeout: compiling took more than " + limit.str() + " s";
+        done = true;
+      }
+      if (!done) still.push_back(c);
+    }
+    running = std::move(still);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  ANVIL_CHECK(f.good(), "cannot read '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Measurement failed_trial(const std::exception& e) {
+  // The worker crashed, hung (it is killed) or broke the protocol.
+  const std::string what = e.what();
+  const bool timeout = what.find("no answer within") != std::string::npos;
+  Measurement m;
+  m.error = (timeout ? "timeout: " : "crash: ") + what;
   return m;
+}
+
+nlohmann::json config_to_json(const ops::Config& config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : config) j[name] = value;
+  return j;
+}
+
+ops::Config config_from_json(const nlohmann::json& j) {
+  ops::Config config;
+  for (const auto& [name, value] : j.items()) config[name] = value.get<int64_t>();
+  return config;
+}
+
+nlohmann::json measurement_to_json(const Measurement& m) {
+  nlohmann::json j = {{"costs_s", m.costs_s}, {"compile_s", m.compile_s}};
+  if (m.error) j["error"] = *m.error;
+  return j;
+}
+
+Measurement measurement_from_json(const nlohmann::json& j) {
+  Measurement m;
+  m.costs_s = j.at("costs_s").get<std::vector<double>>();
+  m.compile_s = j.value("compile_s", 0.0);
+  if (j.contains("error")) m.error = j["error"].get<std::string>();
+  return m;
+}
+
+}  // namespace
+
+Measurement measure_here(const Task& task, const ops::Config& config, const MeasureOptions& options,
+                         const KernelCall& call_fn) {
+  const KernelCall call = call_fn ? call_fn : KernelCall(default_call);
+  Measurement m;
+  const Target target = Target::parse(task.target);
+  auto start = Clock::now();
+  std::unique_ptr<codegen::LLVMModule> module;
+  AnvilKernel kernel = nullptr;
+  std::vector<ops::TensorType> out_types;
+  try {
+    module =
+        codegen::LLVMModule::compile({lower_candidate(task, target, config, &out_types)}, target);
+    kernel = module->get_function("candidate");
+  } catch (const std::exception& e) {
+    m.error = std::string("compile: ") + e.what();
+    return m;
+  }
+  m.compile_s = seconds_since(start);
+  check_and_time(task, kernel, out_types, config, options, call, m);
+  return m;
+}
+
+std::vector<Measurement> measure_batch_here(const Task& task,
+                                            const std::vector<ops::Config>& configs,
+                                            const MeasureOptions& options,
+                                            const KernelCall& call_fn) {
+  const KernelCall call = call_fn ? call_fn : KernelCall(default_call);
+  std::vector<Measurement> results(configs.size());
+  if (configs.empty()) return results;
+  const Target target = Target::parse(task.target);
+  std::vector<ops::TensorType> out_types;
+  try {
+    out_types = ops::lookup(task.op).infer(task.inputs, task.attrs);
+  } catch (const std::exception& e) {
+    for (Measurement& m : results) m.error = std::string("compile: ") + e.what();
+    return results;
+  }
+  int jobs = options.compile_jobs;
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+
+  std::string dir = (std::filesystem::temp_directory_path() / "anvil-batch-XXXXXX").string();
+  ANVIL_CHECK(mkdtemp(dir.data()) != nullptr, "measure_batch of ", task.str(),
+              ": cannot create a temporary directory: ", std::strerror(errno));
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } remove_dir{dir};
+
+  // Every compilation ends before the first candidate is timed.
+  compile_all(task, target, configs, jobs, options.timeout_s, dir, results);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Measurement& m = results[i];
+    if (m.error) continue;
+    AnvilKernel kernel = nullptr;
+    std::optional<runtime::Module> module;
+    try {
+      const std::string path = dir + "/candidate" + std::to_string(i) + ".so";
+      module = runtime::Module::load_from_memory(read_file(path), path);
+      std::filesystem::remove(path);
+      kernel = module->get_function("candidate");
+    } catch (const std::exception& e) {
+      m.error = std::string("compile: ") + e.what();
+      continue;
+    }
+    check_and_time(task, kernel, out_types, configs[i], options, call, m);
+  }
+  return results;
 }
 
 void serve_measurements(std::istream& in, std::ostream& out, const KernelCall& call) {
@@ -165,17 +438,26 @@ void serve_measurements(std::istream& in, std::ostream& out, const KernelCall& c
                   "a request must be an object with an 'op'");
       const std::string op = request["op"];
       if (op == "quit") return;
-      ANVIL_CHECK(op == "measure", "unknown op '", op, "'");
+      ANVIL_CHECK(op == "measure" || op == "measure_batch", "unknown op '", op, "'");
       Task task = Task::from_json(request.at("task"), request.at("target").get<std::string>());
-      ops::Config config;
-      for (const auto& [name, value] : request.at("config").items())
-        config[name] = value.get<int64_t>();
       MeasureOptions options;
       options.repeats = request.value("repeats", options.repeats);
       options.min_repeat_ms = request.value("min_repeat_ms", options.min_repeat_ms);
-      Measurement m = measure_here(task, config, options, call);
-      answer = {{"ok", true}, {"costs_s", m.costs_s}, {"compile_s", m.compile_s}};
-      if (m.error) answer["error"] = *m.error;
+      if (op == "measure") {
+        Measurement m = measure_here(task, config_from_json(request.at("config")), options, call);
+        answer = measurement_to_json(m);
+      } else {
+        options.compile_jobs = request.value("compile_jobs", 0);
+        options.timeout_s = request.value("compile_timeout_s", options.timeout_s);
+        std::vector<ops::Config> configs;
+        for (const nlohmann::json& c : request.at("configs"))
+          configs.push_back(config_from_json(c));
+        nlohmann::json results = nlohmann::json::array();
+        for (const Measurement& m : measure_batch_here(task, configs, options, call))
+          results.push_back(measurement_to_json(m));
+        answer = {{"results", results}};
+      }
+      answer["ok"] = true;
     } catch (const std::exception& e) {
       answer = {{"ok", false}, {"error", e.what()}};
     }
@@ -187,30 +469,55 @@ Measurer::Measurer(std::vector<std::string> command) : command_(std::move(comman
 
 Measurement Measurer::measure(const Task& task, const ops::Config& config,
                               const MeasureOptions& options) {
-  Measurement m;
   try {
     if (!worker_ || !worker_->alive()) worker_ = std::make_unique<Worker>("measurer", command_);
-    nlohmann::json config_json = nlohmann::json::object();
-    for (const auto& [name, value] : config) config_json[name] = value;
     nlohmann::json answer = worker_->request({{"op", "measure"},
                                               {"task", task.to_json()},
                                               {"target", task.target},
-                                              {"config", config_json},
+                                              {"config", config_to_json(config)},
                                               {"repeats", options.repeats},
                                               {"min_repeat_ms", options.min_repeat_ms}},
                                              options.timeout_s);
-    m.costs_s = answer.at("costs_s").get<std::vector<double>>();
-    m.compile_s = answer.value("compile_s", 0.0);
-    if (answer.contains("error")) m.error = answer["error"].get<std::string>();
+    return measurement_from_json(answer);
   } catch (const std::exception& e) {
-    // The worker crashed, hung (it is killed) or broke the protocol: a failed trial.
-    const std::string what = e.what();
-    const bool timeout = what.find("no answer within") != std::string::npos;
-    m.costs_s.clear();
-    m.error = (timeout ? "timeout: " : "crash: ") + what;
     worker_.reset();
+    return failed_trial(e);
   }
-  return m;
+}
+
+std::vector<Measurement> Measurer::measure_batch(const Task& task,
+                                                 const std::vector<ops::Config>& configs,
+                                                 const MeasureOptions& options) {
+  if (configs.empty()) return {};
+  try {
+    if (!worker_ || !worker_->alive()) worker_ = std::make_unique<Worker>("measurer", command_);
+    nlohmann::json configs_json = nlohmann::json::array();
+    for (const ops::Config& c : configs) configs_json.push_back(config_to_json(c));
+    nlohmann::json answer =
+        worker_->request({{"op", "measure_batch"},
+                          {"task", task.to_json()},
+                          {"target", task.target},
+                          {"configs", configs_json},
+                          {"repeats", options.repeats},
+                          {"min_repeat_ms", options.min_repeat_ms},
+                          {"compile_jobs", options.compile_jobs},
+                          {"compile_timeout_s", options.timeout_s}},
+                         options.timeout_s * static_cast<double>(configs.size()));
+    const nlohmann::json& results = answer.at("results");
+    ANVIL_CHECK(results.is_array() && results.size() == configs.size(), "measure_batch of ",
+                task.str(), ": the worker answered ", results.size(), " results for ",
+                configs.size(), " configurations");
+    std::vector<Measurement> out;
+    for (const nlohmann::json& r : results) out.push_back(measurement_from_json(r));
+    return out;
+  } catch (const std::exception& e) {
+    worker_.reset();
+    if (configs.size() == 1) return {failed_trial(e)};
+    // Which candidate crashed or hung is unknown: each in a batch of its own finds it.
+    std::vector<Measurement> out;
+    for (const ops::Config& c : configs) out.push_back(measure_batch(task, {c}, options).front());
+    return out;
+  }
 }
 
 }  // namespace anvil::autotune

@@ -57,20 +57,40 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
     }
   };
 
+  if (!options.stop_after.empty()) {
+    const char* const passes[] = {"loops",     "flatten", "simplify", "partition",
+                                  "vectorize", "unroll",  "storage",  "no_op"};
+    std::string names;
+    for (const char* p : passes) names += (names.empty() ? "" : ", ") + std::string(p);
+    ANVIL_CHECK(std::any_of(std::begin(passes), std::end(passes),
+                            [&](const char* p) { return options.stop_after == p; }),
+                "lower '", name, "': stop_after '", options.stop_after, "' is not a pass (", names,
+                ")");
+  }
+
   ir::LoweredFunc f{name, {}, {}};
   for (const te::Tensor& t : args) f.args.push_back(t->buffer);
 
+  // Each step runs its pass and prints the IR after it, unless lowering stopped after an earlier
+  // one (options.stop_after).
+  ir::Stmt s;
+  bool stopped = false;
+  auto step = [&](const char* pass, const auto& run) {
+    if (stopped) return;
+    run();
+    dump(pass, s);
+    stopped = options.stop_after == pass;
+  };
   // clang-format off
-  ir::Stmt s = te::schedule_to_loops(schedule);  dump("loops", s);
-  f.body = s;
-  f = transform::flatten_storage(f);            s = f.body; dump("flatten", s);
-  s = arith::simplify(s);                       dump("simplify", s);
-  s = transform::partition_loops(s);            dump("partition", s);
-  s = transform::vectorize_loops(s);            dump("vectorize", s);
-  s = transform::unroll_loops(s);               dump("unroll", s);
-  s = arith::simplify(s);                       dump("simplify", s);
-  s = transform::storage_rewrite(s);            dump("storage", s);
-  s = transform::remove_no_op(s);               dump("no_op", s);
+  step("loops",     [&] { s = te::schedule_to_loops(schedule); });
+  step("flatten",   [&] { f.body = s; f = transform::flatten_storage(f); s = f.body; });
+  step("simplify",  [&] { s = arith::simplify(s); });
+  step("partition", [&] { s = transform::partition_loops(s); });
+  step("vectorize", [&] { s = transform::vectorize_loops(s); });
+  step("unroll",    [&] { s = transform::unroll_loops(s); });
+  step("simplify",  [&] { s = arith::simplify(s); });
+  step("storage",   [&] { s = transform::storage_rewrite(s); });
+  step("no_op",     [&] { s = transform::remove_no_op(s); });
   // clang-format on
   f.body = s;
   return f;

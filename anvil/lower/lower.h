@@ -16,11 +16,16 @@ struct LowerOptions {
   // lower.cc: loops, flatten, simplify, partition, vectorize, unroll, storage, no_op.
   std::vector<std::string> print_after;
   std::ostream* dump_to = nullptr;  // std::cerr when null
+  // When set, lowering stops after this pass (a name above; "simplify" is its first run) and
+  // returns the function as it stands then: the tuner's features read the loop nest before
+  // vectorize and unroll replace the annotated loops. Empty: the whole pipeline.
+  std::string stop_after;
 };
 
 // The function `name(args...)` computing the schedule's outputs. `args` lists every tensor the
 // function reads or writes (placeholders and outputs), in call order. Throws anvil::Error when a
-// tensor the schedule reads is not among the arguments, naming it.
+// tensor the schedule reads is not among the arguments, naming it, or when `stop_after` names no
+// pass.
 ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
                       const std::string& name, const LowerOptions& options = {});
 

@@ -131,15 +131,19 @@ std::vector<int64_t> with_default(int64_t def, const std::vector<int64_t>& other
 
 ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
   Knobs d = default_knobs(c, target);
+  // Every column block up to 28 (the register tile's width: the accumulators are oc_tile x
+  // ow_block vectors, so the good values depend on oc_tile and on the registers).
+  std::vector<int64_t> ow_blocks;
+  for (int64_t b = 1; b <= 28; ++b) ow_blocks.push_back(b);
   ConfigSpace space = {
-      {"ow_block", with_default(d.ow_block, {1, 2, 4, 6, 7, 8, 12, 14, 16, 20, 24, 28}, c.OW)},
+      {"ow_block", with_default(d.ow_block, ow_blocks, c.OW)},
       {"unroll_kw", with_default(d.unroll_kw, {0, 1}, 1)},
       {"inline_pad", with_default(d.inline_pad, {0, 1}, 1)},
   };
   if (!c.depthwise) {
-    space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 4}, c.OB)});
+    space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 3, 4, 6, 8}, c.OB)});
     space.push_back({"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)});
-    space.push_back({"oh_group", with_default(d.oh_group, {0, 1, 2, 4, 7, 8}, c.OH - 1)});
+    space.push_back({"oh_group", with_default(d.oh_group, {0, 1, 2, 4, 7, 8, 14}, c.OH - 1)});
   }
   return space;
 }

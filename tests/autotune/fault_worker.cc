@@ -1,19 +1,67 @@
 // A measurement worker for the tests of anvil/autotune/measure.h: serve_measurements with a
 // kernel call that misbehaves:
-//   fault_worker crash|hang|wrong|none
+//   fault_worker FAULT[:KNOB=VALUE,...] ...
+// Each argument names a fault, for every candidate or only for those whose configuration has
+// all the knob values it lists; the first that applies to a candidate wins, none: it behaves.
 //     crash  the candidate segfaults        hang   it never returns
 //     wrong  it runs, then corrupts its output    none   it behaves
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "anvil/autotune/measure.h"
 
+namespace {
+
+struct Fault {
+  std::string kind;
+  anvil::ops::Config when;  // the knob values a candidate must have (empty: every candidate)
+};
+
+Fault parse(const std::string& arg) {
+  Fault f;
+  size_t colon = arg.find(':');
+  f.kind = arg.substr(0, colon);
+  if (colon == std::string::npos) return f;
+  std::string rest = arg.substr(colon + 1);
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      std::cerr << "fault_worker: '" << item << "' is not KNOB=VALUE\n";
+      std::exit(2);
+    }
+    f.when[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return f;
+}
+
+std::string fault_of(const std::vector<Fault>& faults, const anvil::ops::Config& config) {
+  for (const Fault& f : faults) {
+    bool applies = true;
+    for (const auto& [knob, value] : f.when) {
+      auto it = config.find(knob);
+      applies = applies && it != config.end() && it->second == value;
+    }
+    if (applies) return f.kind;
+  }
+  return "none";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  const std::string fault = argc > 1 ? argv[1] : "none";
-  anvil::autotune::KernelCall call = [fault](AnvilKernel kernel,
-                                             const std::vector<const DLTensor*>& args) {
+  std::vector<Fault> faults;
+  for (int i = 1; i < argc; ++i) faults.push_back(parse(argv[i]));
+  anvil::autotune::KernelCall call = [faults](AnvilKernel kernel,
+                                              const std::vector<const DLTensor*>& args,
+                                              const anvil::ops::Config& config) {
+    const std::string fault = fault_of(faults, config);
     if (fault == "crash") std::raise(SIGSEGV);
     if (fault == "hang") {
       volatile bool forever = true;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/task.h"
@@ -67,9 +68,35 @@ TEST_F(Cli, TuneWithTheGeneticSearch) {
   EXPECT_GE(autotune::read_records(path("genetic.json")).records.size(), 3u);
 }
 
+// The scheduler spends exactly the budget (trials x tasks distinct points in all, however it
+// spreads them), each task starting with its default, and reports progress per batch.
+TEST_F(Cli, TuneSchedulerSpendsTheBudget) {
+  std::vector<autotune::ModelTask> tasks =
+      autotune::extract_tasks(models::build_model("dqn"), Target::host(), {});
+  Result r = anvil(
+      "tune zoo:dqn --trials 3 --batch 2 --repeats 1 --tuner random --early-stopping 0 "
+      "--tuning-records sched.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trials, best"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left"), std::string::npos) << r.out;
+  std::map<std::string, std::set<int64_t>> points;
+  std::map<std::string, int64_t> first;
+  for (const autotune::Record& rec : autotune::read_records(path("sched.json")).records) {
+    autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
+    const int64_t i = autotune::index_of(t.space(), rec.config);
+    points[t.key()].insert(i);
+    first.emplace(t.key(), i);
+  }
+  size_t distinct = 0;
+  for (const auto& [key, p] : points) distinct += p.size();
+  EXPECT_EQ(distinct, 3 * tasks.size());
+  for (const auto& [key, i] : first) EXPECT_EQ(i, 0) << key;
+}
+
 TEST_F(Cli, TuneRefusesBadArguments) {
   expect_error("tune zoo:dqn --trials 2", 1, {"--tuning-records"});
   expect_error("tune zoo:dqn --tuner annealing --tuning-records x.json", 1, {"--tuner"});
+  expect_error("tune zoo:dqn --batch 0 --tuning-records x.json", 1, {"--batch"});
   expect_error("tune zoo:dqn --trials 0 --tuning-records x.json", 1, {"--trials"});
   expect_error("tune zoo:nosuch --tuning-records x.json", 1, {"unknown zoo model 'nosuch'"});
   expect_error("tune zoo:dqn --tuning-records no/such/dir/x.json", 1, {"does not exist"});

@@ -240,15 +240,29 @@ int main(int argc, char** argv) {
                 "The records: read to resume, every trial appended (JSON lines)")
       ->required()
       ->type_name("FILE");
-  t->add_option("--trials", tune.trials, "Configurations measured per task, the default included")
+  t->add_option("--trials", tune.trials,
+                "Configurations measured per task on average, the default included (the "
+                "scheduler moves trials to the tasks that gain the most)")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
-  t->add_option("--tuner", tune.tuner, "How to pick them: random, grid (index order) or genetic")
+  t->add_option("--tuner", tune.tuner,
+                "How to pick them: xgb (a cost model guiding simulated annealing), genetic, "
+                "random or grid (index order)")
       ->capture_default_str()
       ->type_name("TUNER")
       ->check(CLI::IsMember(tuner_names()));
-  t->add_option("--seed", tune.seed, "Seed of the random tuner")->capture_default_str();
+  t->add_option("--seed", tune.seed, "Seed of the search")->capture_default_str();
+  t->add_option("--early-stopping", tune.early_stopping,
+                "A task stops after this many trials without a 1% gain (0: never)")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000000));
+  t->add_option("--batch", tune.batch,
+                "Candidates compiled together (in parallel), then timed one at a time")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 256));
   t->add_option("--time-budget", tune.time_budget_min,
                 "Stop starting trials after this many minutes (the records resume from there)")
       ->type_name("MIN")
@@ -270,7 +284,8 @@ int main(int argc, char** argv) {
       ->type_name("NAME=DIMS");
   t->footer(
       "Examples:\n"
-      "  anvil tune zoo:resnet18 --trials 40 --tuning-records resnet18.json\n"
+      "  anvil tune zoo:resnet18 --trials 40 --time-budget 30 --tuning-records resnet18.json\n"
+      "  anvil tune zoo:dqn --trials 16 --tuner genetic --tuning-records dqn.json\n"
       "  anvil compile zoo:resnet18 --tuning-records resnet18.json -o resnet18.so");
   // The tuner's measurement process (anvil/autotune/measure.h): not for people.
   CLI::App* mw = app.add_subcommand("measure-worker", "");

@@ -1,3 +1,17 @@
+// `anvil tune`: the tasks of a model tuned together within one budget of trials.
+//
+// Every task first gets one batch (its default configuration first, in the order of their share
+// of the model's FLOPs). After that a scheduler hands each batch to the task where it should
+// gain the most end-to-end time: the one with the largest
+//     kernels x best time so far x (relative gain of its best over its last two batches + 1%),
+// so a task that still improves and costs the model much gets the trials, and one that has stopped
+// improving still gets some. A task leaves the rotation when its space is exhausted or after
+// --early-stopping trials without a 1% gain; its unspent trials stay with the others.
+//
+// Each batch is proposed by the search, compiled in parallel in the measure worker and then timed
+// candidate by candidate (anvil/autotune/measure.h), and every trial is appended to the records as
+// it comes, so a tuner killed at any moment leaves a valid file and a rerun resumes from it. The
+// xgb search's model also learns from the records of the file's other tasks (transfer).
 #include "tools/anvil/tune.h"
 
 #include <unistd.h>
@@ -11,11 +25,12 @@
 #include <map>
 #include <memory>
 
+#include "anvil/autotune/features.h"
 #include "anvil/autotune/measure.h"
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/search.h"
 #include "anvil/autotune/task.h"
-#include "anvil/graph/flops.h"
+#include "anvil/support/error.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/commands.h"
 
@@ -28,10 +43,106 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string gflops_string(double flops, double seconds) {
+  if (!std::isfinite(seconds)) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", flops / seconds / 1e9);
   return buf;
 }
+
+std::string minutes_string(double seconds) {
+  char buf[32];
+  if (seconds < 90) {
+    std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f min", seconds / 60);
+  }
+  return buf;
+}
+
+// One task of the model as the tuner goes.
+struct TaskState {
+  const autotune::ModelTask* model_task = nullptr;
+  ops::ConfigSpace space;
+  int64_t size = 0;
+  double flops = 0;                    // of one call
+  std::map<int64_t, double> measured;  // point -> lowest cost (infinity: failed)
+  size_t recorded = 0;                 // of `measured`, from the records already there
+  std::unique_ptr<autotune::Search> search;
+  std::vector<double> best_after_batch;  // this run's
+  int measured_now = 0, failed = 0, since_gain = 0;
+  double gain_reference = INFINITY;  // the best cost the next 1% gain is measured against
+  bool done = false;
+
+  const autotune::Task& task() const { return model_task->task; }
+  std::pair<int64_t, double> best() const {
+    std::pair<int64_t, double> b = {-1, INFINITY};
+    for (const auto& [i, c] : measured)
+      if (c < b.second) b = {i, c};
+    return b;
+  }
+  double default_cost() const { return measured.count(0) ? measured.at(0) : INFINITY; }
+  // The scheduler's estimate of the model time a batch on this task may save.
+  double priority() const {
+    const double best_cost = best().second;
+    if (!std::isfinite(best_cost)) return 0;
+    double gain = 0;
+    if (best_after_batch.size() >= 3) {
+      const double before = best_after_batch[best_after_batch.size() - 3];
+      if (std::isfinite(before)) gain = (before - best_cost) / best_cost;
+    } else {
+      gain = 0.05;  // too new to tell: assume it still improves
+    }
+    return model_task->count * best_cost * (gain + 0.01);
+  }
+};
+
+// The other tasks' trials in the records, as training rows for the cost model (transfer): per
+// task at most `per_task` of its latest trials, at most `limit` rows in all. Features are cached
+// by task and configuration across calls.
+class TransferSet {
+ public:
+  autotune::TrainingSet for_task(const autotune::RecordFile& file, const std::string& task_key,
+                                 const std::string& target) {
+    std::map<std::string, std::vector<const autotune::Record*>> by_task;
+    for (const autotune::Record& r : file.records)
+      if (r.target == target) by_task[autotune::task_key(r.task, r.target)].push_back(&r);
+    autotune::TrainingSet set;
+    for (const auto& [key, records] : by_task) {
+      if (key == task_key || records.size() < 2) continue;
+      std::vector<std::vector<float>> rows;
+      std::vector<double> costs;
+      const size_t first = records.size() > kPerTask ? records.size() - kPerTask : 0;
+      for (size_t k = first; k < records.size() && set.size() + rows.size() < kLimit; ++k) {
+        const std::vector<float>* f = features(key, *records[k]);
+        if (!f) continue;
+        rows.push_back(*f);
+        costs.push_back(records[k]->cost());
+      }
+      if (rows.size() >= 2) set.add_task(rows, costs);
+    }
+    return set;
+  }
+
+ private:
+  static constexpr size_t kPerTask = 64, kLimit = 1024;
+
+  const std::vector<float>* features(const std::string& key, const autotune::Record& r) {
+    const std::string id = key + " " + nlohmann::json(r.config).dump();
+    auto it = cache_.find(id);
+    if (it == cache_.end()) {
+      std::vector<float> f;
+      try {
+        f = autotune::extract_features(autotune::Task::from_json(r.task, r.target), r.config);
+      } catch (const Error&) {
+        // A task this build no longer knows, or a configuration outside its space: skipped.
+      }
+      it = cache_.emplace(id, std::move(f)).first;
+    }
+    return it->second.empty() ? nullptr : &it->second;
+  }
+
+  std::map<std::string, std::vector<float>> cache_;
+};
 
 }  // namespace
 
@@ -60,8 +171,45 @@ void tune_command(const TuneOptions& o) {
   std::vector<autotune::ModelTask> tasks =
       with_exit_code(kCompile, "extracting the tasks of " + o.model,
                      [&] { return autotune::extract_tasks(g, target, graph::BuildOptions{}); });
-  std::printf("%s: %zu tunable tasks for '%s', %d trials each (%s search)\n", o.model.c_str(),
-              tasks.size(), target.str().c_str(), o.trials, o.tuner.c_str());
+
+  std::vector<TaskState> states;
+  for (const autotune::ModelTask& mt : tasks) {
+    TaskState s;
+    s.model_task = &mt;
+    s.space = mt.task.space();
+    s.size = autotune::space_size(s.space);
+    s.flops = mt.flops / mt.count;
+    for (const autotune::Record& r : file.records) {
+      if (autotune::task_key(r.task, r.target) != mt.task.key()) continue;
+      int64_t i = autotune::index_of(s.space, r.config);
+      if (i < 0) continue;
+      auto [it, added] = s.measured.emplace(i, r.cost());
+      if (!added) it->second = std::min(it->second, r.cost());
+    }
+    s.recorded = s.measured.size();
+    s.gain_reference = s.best().second;
+    states.push_back(std::move(s));
+  }
+  // The budget: trials per task on average, the recorded ones included.
+  int64_t budget = 0, spent = 0;
+  for (const TaskState& s : states) {
+    budget += std::min<int64_t>(o.trials, s.size);
+    spent += static_cast<int64_t>(s.measured.size());
+  }
+  std::printf(
+      "%s: %zu tunable tasks for '%s', %d trials per task (%lld in all, %lld recorded; "
+      "%s search)\n",
+      o.model.c_str(), tasks.size(), target.str().c_str(), o.trials, static_cast<long long>(budget),
+      static_cast<long long>(spent), o.tuner.c_str());
+  for (size_t ti = 0; ti < states.size(); ++ti) {
+    const TaskState& s = states[ti];
+    std::printf(
+        "[%zu/%zu] %s: %zu kernel(s), %.1f%% of the FLOPs, %lld configurations%s\n", ti + 1,
+        states.size(), s.task().str().c_str(), s.model_task->kernels.size(),
+        100 * s.model_task->share, static_cast<long long>(s.size),
+        s.recorded ? (", " + std::to_string(s.recorded) + " already recorded").c_str() : "");
+  }
+  std::fflush(stdout);
 
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -72,94 +220,113 @@ void tune_command(const TuneOptions& o) {
   mo.repeats = o.repeats;
   mo.timeout_s = o.timeout_s;
 
-  const bool tty = isatty(STDOUT_FILENO);  // progress on one line that rewrites itself
   const auto start = Clock::now();
-  auto out_of_time = [&] {
-    return o.time_budget_min > 0 &&
-           std::chrono::duration<double>(Clock::now() - start).count() > o.time_budget_min * 60;
-  };
-  for (size_t ti = 0; ti < tasks.size(); ++ti) {
-    const autotune::ModelTask& mt = tasks[ti];
-    const autotune::Task& task = mt.task;
-    const ops::ConfigSpace space = task.space();
-    const int64_t size = autotune::space_size(space);
-    const double flops = mt.flops / mt.count;
-    // What the records already hold for this task: point -> its lowest cost (infinity: failed).
-    std::map<int64_t, double> measured;
-    for (const autotune::Record& r : file.records) {
-      if (autotune::task_key(r.task, r.target) != task.key()) continue;
-      int64_t i = autotune::index_of(space, r.config);
-      if (i < 0) continue;
-      auto [it, added] = measured.emplace(i, r.cost());
-      if (!added) it->second = std::min(it->second, r.cost());
-    }
-    const size_t recorded = measured.size();
-    auto best_of = [&] {
-      std::pair<int64_t, double> b = {-1, INFINITY};
-      for (const auto& [i, c] : measured)
-        if (c < b.second) b = {i, c};
-      return b;
-    };
-    auto default_cost = [&] { return measured.count(0) ? measured.at(0) : INFINITY; };
-    const int64_t wanted = std::min<int64_t>(o.trials, size);
-    std::unique_ptr<autotune::Search> search =
-        autotune::make_search(o.tuner, space, o.seed + static_cast<uint32_t>(ti));
-    std::printf("[%zu/%zu] %s: %zu kernel(s), %.1f%% of the FLOPs, %lld configurations%s\n", ti + 1,
-                tasks.size(), task.str().c_str(), mt.kernels.size(), 100 * mt.share,
-                static_cast<long long>(size),
-                recorded ? (", " + std::to_string(recorded) + " already recorded").c_str() : "");
-    std::fflush(stdout);
-    int failed = 0, measured_now = 0;
-    // Measures point `index` and appends the trial.
-    auto trial = [&](int64_t index) {
-      const ops::Config config = autotune::config_at(space, index);
-      autotune::Measurement m = measurer.measure(task, config, mo);
-      autotune::Record r{task.to_json(), task.target, config,
-                         m.costs_s,      m.error,     autotune::utc_now()};
+  auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto out_of_time = [&] { return o.time_budget_min > 0 && elapsed_s() > o.time_budget_min * 60; };
+  TransferSet transfer;
+  int64_t trials_now = 0;
+
+  // Measures `points` of task `s`, appends the trials, and updates what the task knows.
+  auto measure = [&](TaskState& s, const std::vector<int64_t>& points) {
+    std::vector<ops::Config> configs;
+    for (int64_t i : points) configs.push_back(autotune::config_at(s.space, i));
+    std::vector<autotune::Measurement> ms = measurer.measure_batch(s.task(), configs, mo);
+    for (size_t k = 0; k < points.size(); ++k) {
+      autotune::Record r{s.task().to_json(), s.task().target, configs[k],
+                         ms[k].costs_s,      ms[k].error,     autotune::utc_now()};
       with_exit_code(kRuntime, "", [&] { autotune::append_record(o.records, r); });
-      if (m.error) ++failed;
-      auto [it, added] = measured.emplace(index, r.cost());
+      file.records.push_back(r);
+      if (ms[k].error) ++s.failed;
+      auto [it, added] = s.measured.emplace(points[k], r.cost());
       if (!added) it->second = std::min(it->second, r.cost());
-    };
-    while (static_cast<int64_t>(measured.size()) < wanted && !out_of_time()) {
-      int64_t index = search->next(measured);
-      if (index < 0) break;
-      trial(index);
-      ++measured_now;
-      if (!tty) continue;
-      const double best = best_of().second;
-      std::printf("\r  trial %zu/%lld: best %s GFLOP/s%s%s", measured.size(),
-                  static_cast<long long>(wanted),
-                  std::isfinite(best) ? gflops_string(flops, best).c_str() : "-",
-                  std::isfinite(default_cost())
-                      ? (" (default " + gflops_string(flops, default_cost()) + ")").c_str()
-                      : "",
-                  failed ? (", " + std::to_string(failed) + " failed").c_str() : "");
-      std::fflush(stdout);
+      ++s.measured_now;
+      ++trials_now;
+      if (r.cost() < s.gain_reference * 0.99 || !std::isfinite(s.gain_reference)) {
+        s.gain_reference = std::min(s.gain_reference, r.cost());
+        s.since_gain = 0;
+      } else {
+        ++s.since_gain;
+      }
     }
-    // A best point measured while something else ran could beat a default measured in a quiet
-    // moment, or the reverse: both once more, one after the other, so that the records never
-    // prefer a configuration that is slower than the default.
-    if (measured_now > 0 && best_of().first > 0 && std::isfinite(best_of().second)) {
-      const int64_t b = best_of().first;
-      trial(0);
-      trial(b);
-      measured_now += 2;
+  };
+
+  const int batch_size = std::clamp(o.batch, 1, std::max(1, o.trials));
+  while (spent < budget && !out_of_time()) {
+    // The next task: one not yet started, else the scheduler's choice.
+    TaskState* s = nullptr;
+    for (TaskState& c : states)
+      if (!c.done && c.measured.empty()) {
+        s = &c;
+        break;
+      }
+    if (!s)
+      for (TaskState& c : states)
+        if (!c.done && (!s || c.priority() > s->priority())) s = &c;
+    if (!s) break;
+    if (!s->search) {
+      autotune::SearchContext context;
+      const autotune::Task task = s->task();
+      const ops::ConfigSpace space = s->space;
+      context.features = [task, space](int64_t i) {
+        return autotune::extract_features(task, autotune::config_at(space, i));
+      };
+      if (o.tuner == "xgb") context.prior = transfer.for_task(file, task.key(), task.target);
+      s->search = autotune::make_search(o.tuner, s->space,
+                                        o.seed + static_cast<uint32_t>(s - states.data()), context);
     }
-    const double best = best_of().second;
-    std::printf("%s  %s: best %s GFLOP/s, default %s GFLOP/s (%d measured, %d failed)\n",
-                measured_now && tty ? "\n" : "", task.op.c_str(),
-                std::isfinite(best) ? gflops_string(flops, best).c_str() : "-",
-                std::isfinite(default_cost()) ? gflops_string(flops, default_cost()).c_str() : "-",
-                measured_now, failed);
+    const int want = static_cast<int>(std::min<int64_t>(batch_size, budget - spent));
+    std::vector<int64_t> points = s->search->next_batch(s->measured, want);
+    if (points.empty()) {
+      s->done = true;  // every point measured
+      continue;
+    }
+    measure(*s, points);
+    spent += static_cast<int64_t>(points.size());
+    s->best_after_batch.push_back(s->best().second);
+    if (static_cast<int64_t>(s->measured.size()) >= s->size) s->done = true;
+    if (o.early_stopping > 0 && s->since_gain >= o.early_stopping) s->done = true;
+
+    // Progress: this task's bar (its trials against its share of the budget), best and default
+    // throughput, and the time left at this run's pace.
+    const size_t ti = static_cast<size_t>(s - states.data());
+    const int64_t share = std::min<int64_t>(o.trials, s->size);
+    const int64_t have = static_cast<int64_t>(s->measured.size());
+    const int width = 20;
+    const int filled = static_cast<int>(std::min<int64_t>(width, have * width / share));
+    const double per_trial = elapsed_s() / std::max<int64_t>(1, trials_now);
+    double left = per_trial * static_cast<double>(budget - spent);
+    if (o.time_budget_min > 0) left = std::min(left, o.time_budget_min * 60 - elapsed_s());
+    std::printf(
+        "  [%zu/%zu] %s [%s%s] %lld/%lld trials, best %s GFLOP/s (default %s)%s%s, ~%s "
+        "left\n",
+        ti + 1, states.size(), s->task().op.c_str(), std::string(filled, '#').c_str(),
+        std::string(width - filled, '.').c_str(), static_cast<long long>(have),
+        static_cast<long long>(share), gflops_string(s->flops, s->best().second).c_str(),
+        gflops_string(s->flops, s->default_cost()).c_str(),
+        s->failed ? (", " + std::to_string(s->failed) + " failed").c_str() : "",
+        s->done && have < s->size ? ", stopped improving" : "",
+        minutes_string(std::max(0.0, left)).c_str());
     std::fflush(stdout);
-    if (out_of_time()) {
-      std::printf("time budget of %.1f min spent; the records resume from here\n",
-                  o.time_budget_min);
-      break;
-    }
   }
-  std::printf("records in %s\n", o.records.c_str());
+  if (out_of_time())
+    std::printf("time budget of %.1f min spent; the records resume from here\n", o.time_budget_min);
+
+  // A best point measured while something else ran could beat a default measured in a quiet
+  // moment, or the reverse: both once more, one right after the other, so that the records never
+  // prefer a configuration that is slower than the default.
+  for (TaskState& s : states) {
+    const int64_t b = s.best().first;
+    if (s.measured_now > 0 && b > 0 && std::isfinite(s.best().second)) measure(s, {0, b});
+  }
+  for (size_t ti = 0; ti < states.size(); ++ti) {
+    const TaskState& s = states[ti];
+    std::printf("[%zu/%zu] %s: best %s GFLOP/s, default %s GFLOP/s (%d measured now, %d failed)\n",
+                ti + 1, states.size(), s.task().op.c_str(),
+                gflops_string(s.flops, s.best().second).c_str(),
+                gflops_string(s.flops, s.default_cost()).c_str(), s.measured_now, s.failed);
+  }
+  std::printf("records in %s (%lld trials in %s)\n", o.records.c_str(),
+              static_cast<long long>(trials_now), minutes_string(elapsed_s()).c_str());
 }
 
 void measure_worker_command() {

@@ -29,10 +29,11 @@ namespace anvil::codegen {
 
 class LLVMModule {
  public:
-  // Generates, optimizes (O3) and JIT-compiles `funcs` for `target`. Each function becomes a
-  // kernel with the ABI of anvil/runtime/c_runtime_api.h. Throws anvil::Error naming the
-  // function and the node it cannot compile. A target of another architecture compiles without
-  // a JIT: its module emits IR, assembly and objects, and get_function throws.
+  // Generates and optimizes (O3) `funcs` for `target`; the first get_function JIT-compiles the
+  // module, so one that is only saved never pays for it. Each function becomes a kernel with the
+  // ABI of anvil/runtime/c_runtime_api.h. Throws anvil::Error naming the function and the node it
+  // cannot compile. A target of another architecture compiles without a JIT: its module emits
+  // IR, assembly and objects, and get_function throws.
   static std::unique_ptr<LLVMModule> compile(const std::vector<ir::LoweredFunc>& funcs,
                                              const Target& target);
   virtual ~LLVMModule() = default;

@@ -169,6 +169,7 @@ class LLVMModuleImpl final : public LLVMModule {
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::vector<std::string> names_;
   std::map<std::string, AnvilKernel> kernels_;
+  std::mutex jit_mu_;  // guards starting the JIT
   mutable std::mutex mu_;
   mutable std::map<int, std::string> emitted_;  // by llvm::CodeGenFileType
 };
@@ -198,7 +199,6 @@ std::unique_ptr<LLVMModule> LLVMModuleImpl::build(const std::vector<ir::LoweredF
   ANVIL_ICHECK(!broken, "the generated LLVM IR does not verify: ", os.str());
 
   optimize(*m->module_, *m->tm_);
-  if (m->resolved_.runs_here) m->start_jit();
   return m;
 }
 
@@ -260,6 +260,10 @@ AnvilKernel LLVMModuleImpl::get_function(const std::string& name) {
   ANVIL_CHECK(resolved_.runs_here, "LLVM module for '", resolved_.triple,
               "' cannot run in this process (", llvm::sys::getProcessTriple(),
               "); save it with save_object and run it there");
+  // The JIT compiles the whole module on the first request: a module that is only saved (anvil
+  // compile, the tuner's candidates built in child processes) never pays for it.
+  std::lock_guard lock(jit_mu_);
+  if (!jit_) start_jit();
   auto it = kernels_.find(name);
   if (it == kernels_.end()) {
     std::string known;
