@@ -13,8 +13,13 @@
 // there (by this or an earlier run) is not measured again, so the strategies are compared on the
 // same costs and a rerun over the committed records reproduces the figure without measuring.
 //
+// A candidate gets --timeout seconds (10) to compile and run: the space's widest register tiles
+// (8 channel blocks x 28 columns, unrolled) take LLVM minutes, and are failed trials here as they
+// would be for a user.
+//
 //   build/bin/bench_tuners [--records FILE] [--tuners xgb,genetic,random] [--seeds 5]
 //                          [--trials 400] [--csv FILE] [--chart FILE.png] [--summary-json FILE]
+//                          [--timeout S]
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +56,7 @@ struct Options {
   std::string csv = "build/bench/tuners/curves.csv";
   std::string chart = "build/bench/tuners/tuners.png";
   std::string summary;
+  double timeout_s = 10;  // per candidate: one that takes longer to compile or run is a failure
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -85,17 +91,19 @@ bool parse(int argc, char** argv, Options& o) {
       o.chart = value();
     } else if (a == "--summary-json") {
       o.summary = value();
+    } else if (a == "--timeout") {
+      o.timeout_s = std::atof(value().c_str());
     } else {
       std::fprintf(stderr,
                    "bench_tuners: unknown argument '%s'\nusage: bench_tuners [--records FILE] "
                    "[--tuners xgb,genetic,random] [--seeds N] [--trials N] [--csv FILE] "
-                   "[--chart FILE.png] [--summary-json FILE]\n",
+                   "[--chart FILE.png] [--summary-json FILE] [--timeout S]\n",
                    a.c_str());
       return false;
     }
   }
-  if (o.seeds < 1 || o.trials < 1) {
-    std::fprintf(stderr, "bench_tuners: --seeds and --trials must be positive\n");
+  if (o.seeds < 1 || o.trials < 1 || !(o.timeout_s > 0)) {
+    std::fprintf(stderr, "bench_tuners: --seeds, --trials and --timeout must be positive\n");
     return false;
   }
   return true;
@@ -199,6 +207,7 @@ int run(const Options& o, const std::string& exe) {
   autotune::Measurer measurer({exe, "--measure-worker"});
   autotune::MeasureOptions mo;
   mo.repeats = 3;
+  mo.timeout_s = o.timeout_s;
   const auto start = std::chrono::steady_clock::now();
   int measured_now = 0;
   std::vector<Run> runs;

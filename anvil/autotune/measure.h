@@ -16,12 +16,10 @@
 //   from a race that silently changes a candidate's code), and a child cannot race with anything;
 // - what is timed is what ships: the candidate runs from a shared library linked exactly as
 //   `anvil compile` links the kernels of a model.
-// The price: a child generates machine code twice (LLVMModule::compile also JIT-compiles the
-// module, which the child does not use, before the object file is emitted) and runs the linker.
-// For the conv2d_nchwc candidates of [1, 8, 28, 28, 16] x [8, 8, 3, 3, 16, 16] a child takes
-// 1.6 s where compiling in process takes 0.9 to 1.1 s (the object file about 0.5 s, linking 15 ms,
-// lowering 10 ms); on 2 idle cores 8 of them compile and measure in 8.1 s with 2 jobs, 13.0 s
-// with 1 (1.6 times faster; MeasureBatch.DISABLED_CompileJobsSpeedup in measure_test.cc).
+// The price: a fork and a link per candidate (LLVMModule starts its JIT only on get_function, so
+// the child generates machine code once, for the object file). On 2 cores a batch of 8 conv2d_nchwc
+// candidates of [1, 8, 28, 28, 16] x [8, 8, 3, 3, 16, 16] compiles and measures 1.6 times faster
+// with 2 jobs than with 1 (MeasureBatch.DISABLED_CompileJobsSpeedup in measure_test.cc).
 #pragma once
 
 #include <functional>
