@@ -139,7 +139,9 @@ double median(std::vector<double> v) {
 bool write_chart(const Options& o, const std::vector<Run>& runs) {
   const fs::path dir = fs::path(o.chart).parent_path();
   std::vector<std::string> plots;
+  int color = 0;  // each tuner's band and line in one colour
   for (const std::string& tuner : o.tuners) {
+    const std::string lc = " lc " + std::to_string(++color);
     const fs::path data = dir / (tuner + ".dat");
     std::ofstream f(data);
     for (int k = 0; k < o.trials; ++k) {
@@ -150,8 +152,9 @@ bool write_chart(const Options& o, const std::vector<Run>& runs) {
         << *std::max_element(v.begin(), v.end()) << "\n";
     }
     plots.push_back("'" + data.string() + "' using 1:3:4 with filledcurves fs transparent solid " +
-                    "0.2 noborder notitle");
-    plots.push_back("'" + data.string() + "' using 1:2 with lines lw 2 title '" + tuner + "'");
+                    "0.2 noborder" + lc + " notitle");
+    plots.push_back("'" + data.string() + "' using 1:2 with lines lw 2" + lc + " title '" + tuner +
+                    "'");
   }
   const fs::path script = dir / "tuners.gp";
   std::ofstream g(script);
