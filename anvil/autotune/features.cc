@@ -516,23 +516,11 @@ std::string feature_name(int i) {
 
 std::vector<float> extract_features(const Task& task, const ops::Config& config) {
   try {
-    const ops::OpDef& def = ops::lookup(task.op);
-    ANVIL_CHECK(def.compute && def.schedule_x86, "operator '", task.op,
-                "' has no compute or x86 schedule");
     const Target target = Target::parse(task.target);
-    def.infer(task.inputs, task.attrs);
-    std::vector<te::Tensor> ins;
-    for (size_t i = 0; i < task.inputs.size(); ++i)
-      ins.push_back(te::placeholder(ops::to_exprs(task.inputs[i].shape), task.inputs[i].dtype,
-                                    "in" + std::to_string(i)));
-    std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
-    te::Schedule s(outs);
-    def.schedule_x86(s, outs, target, config);
-    std::vector<te::Tensor> args = ins;
-    args.insert(args.end(), outs.begin(), outs.end());
     LowerOptions options;
     options.stop_after = "simplify";
-    ir::LoweredFunc f = lower(s, args, "candidate", options);
+    ir::LoweredFunc f = lower_candidate(task, target, config, nullptr, options);
+    const ops::OpDef& def = ops::lookup(task.op);
     ops::ConfigSpace space =
         def.space ? def.space(task.inputs, task.attrs, target) : ops::ConfigSpace{};
     return loop_nest_features(f.body, space, config);

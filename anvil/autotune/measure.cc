@@ -110,23 +110,6 @@ const Reference& reference_of(const Task& task) {
   return it->second;
 }
 
-// The candidate's kernel, lowered (named "candidate"); `out_types` receives the output types.
-ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
-                                std::vector<ops::TensorType>* out_types) {
-  const ops::OpDef& def = ops::lookup(task.op);
-  *out_types = def.infer(task.inputs, task.attrs);
-  std::vector<te::Tensor> ins;
-  for (size_t i = 0; i < task.inputs.size(); ++i)
-    ins.push_back(te::placeholder(ops::to_exprs(task.inputs[i].shape), task.inputs[i].dtype,
-                                  "in" + std::to_string(i)));
-  std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
-  te::Schedule s(outs);
-  def.schedule_x86(s, outs, target, config);
-  std::vector<te::Tensor> args = ins;
-  args.insert(args.end(), outs.begin(), outs.end());
-  return lower(s, args, "candidate");
-}
-
 // Checks a compiled candidate against the reference on its first run, then times it into `m`.
 void check_and_time(const Task& task, AnvilKernel kernel,
                     const std::vector<ops::TensorType>& out_types, const ops::Config& config,

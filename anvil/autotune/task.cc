@@ -172,4 +172,24 @@ int64_t index_of(const ops::ConfigSpace& space, const ops::Config& config) {
   return index;
 }
 
+ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
+                                std::vector<ops::TensorType>* out_types,
+                                const LowerOptions& options) {
+  const ops::OpDef& def = ops::lookup(task.op);
+  ANVIL_CHECK(def.compute && def.schedule_x86, "operator '", task.op,
+              "' has no compute or x86 schedule");
+  std::vector<ops::TensorType> types = def.infer(task.inputs, task.attrs);
+  if (out_types) *out_types = types;
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < task.inputs.size(); ++i)
+    ins.push_back(te::placeholder(ops::to_exprs(task.inputs[i].shape), task.inputs[i].dtype,
+                                  "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
+  te::Schedule s(outs);
+  def.schedule_x86(s, outs, target, config);
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  return lower(s, args, "candidate", options);
+}
+
 }  // namespace anvil::autotune
