@@ -197,43 +197,6 @@ TEST(MeasureBatch, TwoCompileJobsGiveTheResultsOfOne) {
   EXPECT_TRUE(a.back().error.has_value());
 }
 
-// Not a test: the wall time of compiling (and briefly timing) 8 conv2d_nchwc candidates with 1
-// and 2 compile jobs, and the compile time of each in process, printed. Run it by hand on an idle
-// machine:
-//   autotune_measure_test --gtest_also_run_disabled_tests --gtest_filter='*CompileJobsSpeedup'
-TEST(MeasureBatch, DISABLED_CompileJobsSpeedup) {
-  Task t;
-  t.op = "conv2d_nchwc";
-  t.inputs = {{{1, 8, 28, 28, 16}, ir::DataType::Float32()},
-              {{8, 8, 3, 3, 16, 16}, ir::DataType::Float32()}};
-  t.attrs = ops::Attrs(
-      t.op, {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-  t.target = Target::host().str();
-  std::vector<ops::Config> configs;
-  for (int64_t i = 0; i < std::min<int64_t>(space_size(t.space()), 8); ++i)
-    configs.push_back(config_at(t.space(), i));
-  MeasureOptions o;
-  o.repeats = 1;
-  o.min_repeat_ms = 0;
-  // In process (lowering and JIT compilation only), for comparison with a child's compile_s.
-  double in_process = 0;
-  for (const ops::Config& c : configs) in_process += measure_here(t, c, o).compile_s;
-  std::printf("in process: compile_s %.3f s per candidate\n", in_process / double(configs.size()));
-  for (int jobs : {1, 2, 1, 2}) {
-    o.compile_jobs = jobs;
-    auto start = std::chrono::steady_clock::now();
-    std::vector<Measurement> ms = measure_batch_here(t, configs, o);
-    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double compile = 0;
-    for (const Measurement& m : ms) {
-      EXPECT_FALSE(m.error) << *m.error;
-      compile += m.compile_s;
-    }
-    std::printf("%zu candidates, compile_jobs %d: %.2f s in all, compile_s %.3f s per candidate\n",
-                configs.size(), jobs, took, compile / double(configs.size()));
-  }
-}
-
 TEST(Task, RoundTripsThroughItsRecordJson) {
   Task t = small_task();
   Task u = Task::from_json(t.to_json(), t.target);
