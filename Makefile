@@ -67,7 +67,8 @@ bench: build bench-setup
 	@mkdir -p $(BENCH_OUT)/tuners
 	@for b in $(BUILD_DIR)/bin/bench_*; do echo "== $$b"; case $$b in \
 	  */bench_ops) $$b --perturbed --tuning-records $(RECORDS) || exit 1;; \
-	  */bench_tuners) cp -n bench/records/resnet18_c6_tuners.json $(BENCH_OUT)/tuners/ && \
+	  */bench_tuners) [ -e $(BENCH_OUT)/tuners/resnet18_c6_tuners.json ] || \
+	    cp bench/records/resnet18_c6_tuners.json $(BENCH_OUT)/tuners/; \
 	    $$b --records $(BENCH_OUT)/tuners/resnet18_c6_tuners.json \
 	      --summary-json $(BENCH_OUT)/tuners/summary.json || exit 1;; \
 	  *) $$b || exit 1;; esac; done
