@@ -7,6 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -110,6 +114,33 @@ const Reference& reference_of(const Task& task) {
   return it->second;
 }
 
+// Writes back and invalidates every cache line of the tensors' data, on every core (the flush
+// instructions are coherent), and waits until that is done.
+void evict_from_caches(const std::vector<const DLTensor*>& tensors) {
+  constexpr uintptr_t kLine = 64;  // the smallest line size of the targets; a larger line is
+                                   // flushed more than once, which costs only time
+  for (const DLTensor* t : tensors) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+    uintptr_t bytes = (t->dtype.bits * t->dtype.lanes + 7u) / 8u;
+    for (int d = 0; d < t->ndim; ++d) bytes *= static_cast<uintptr_t>(t->shape[d]);
+    const uintptr_t end = begin + bytes;
+    for (uintptr_t p = begin & ~(kLine - 1); p < end; p += kLine) {
+#if defined(__x86_64__)
+      _mm_clflush(reinterpret_cast<const void*>(p));
+#elif defined(__aarch64__)
+      asm volatile("dc civac, %0" ::"r"(p) : "memory");
+#else
+#error "evict_from_caches: no cache flush instruction for this host"
+#endif
+    }
+  }
+#if defined(__x86_64__)
+  _mm_mfence();
+#elif defined(__aarch64__)
+  asm volatile("dsb ish" ::: "memory");
+#endif
+}
+
 // Checks a compiled candidate against the reference on its first run, then times it into `m`.
 void check_and_time(const Task& task, AnvilKernel kernel,
                     const std::vector<ops::TensorType>& out_types, const ops::Config& config,
@@ -133,16 +164,21 @@ void check_and_time(const Task& task, AnvilKernel kernel,
   }
   for (int r = 0; r < options.repeats; ++r) {
     auto t0 = Clock::now();
+    double timed_s = 0;  // with flushes: the calls alone
     int calls = 0;
     do {
+      if (options.flush_caches) evict_from_caches(args);
+      auto c0 = Clock::now();
       if (call(kernel, args, config) != 0) {
         m.error = std::string("runtime: ") + AnvilGetLastError();
         m.costs_s.clear();
         return;
       }
+      timed_s += seconds_since(c0);
       ++calls;
     } while (seconds_since(t0) * 1e3 < options.min_repeat_ms);
-    m.costs_s.push_back(seconds_since(t0) / calls);
+    // Without flushes the repeat is timed as a whole: no clock reads between short calls.
+    m.costs_s.push_back((options.flush_caches ? timed_s : seconds_since(t0)) / calls);
   }
 }
 
@@ -426,6 +462,7 @@ void serve_measurements(std::istream& in, std::ostream& out, const KernelCall& c
       MeasureOptions options;
       options.repeats = request.value("repeats", options.repeats);
       options.min_repeat_ms = request.value("min_repeat_ms", options.min_repeat_ms);
+      options.flush_caches = request.value("flush_caches", options.flush_caches);
       if (op == "measure") {
         Measurement m = measure_here(task, config_from_json(request.at("config")), options, call);
         answer = measurement_to_json(m);
@@ -459,7 +496,8 @@ Measurement Measurer::measure(const Task& task, const ops::Config& config,
                                               {"target", task.target},
                                               {"config", config_to_json(config)},
                                               {"repeats", options.repeats},
-                                              {"min_repeat_ms", options.min_repeat_ms}},
+                                              {"min_repeat_ms", options.min_repeat_ms},
+                                              {"flush_caches", options.flush_caches}},
                                              options.timeout_s);
     return measurement_from_json(answer);
   } catch (const std::exception& e) {
@@ -483,6 +521,7 @@ std::vector<Measurement> Measurer::measure_batch(const Task& task,
                           {"configs", configs_json},
                           {"repeats", options.repeats},
                           {"min_repeat_ms", options.min_repeat_ms},
+                          {"flush_caches", options.flush_caches},
                           {"compile_jobs", options.compile_jobs},
                           {"compile_timeout_s", options.timeout_s}},
                          options.timeout_s * static_cast<double>(configs.size()));

@@ -42,6 +42,11 @@ struct MeasureOptions {
                              // of n candidates gets n * timeout_s for all of it, and each of
                              // its compilations at most timeout_s
   int compile_jobs = 0;      // a batch's candidates compiled at once (0: the online CPUs)
+  // Evict the arguments (inputs, weights, outputs) from every cache level before each timed call,
+  // and time the calls one by one, the flushes excluded. In a model a kernel's weights are used
+  // once per inference and its input was written by another kernel: timing the same call back to
+  // back on cache-resident data ranks candidates by a case the model never sees.
+  bool flush_caches = true;
 };
 
 struct Measurement {
@@ -72,11 +77,12 @@ std::vector<Measurement> measure_batch_here(const Task& task,
 
 // Serves measurement requests (the worker's side): greets, then answers
 //   {"op": "measure", "task": {...}, "target": "...", "config": {...}, "repeats": 5,
-//    "min_repeat_ms": 5}
+//    "min_repeat_ms": 5, "flush_caches": true}
 // with {"ok": true, "costs_s": [...], "compile_s": 0.2} or {"ok": true, "error": "..."} (a failed
 // trial is an answer, not a protocol error), and
 //   {"op": "measure_batch", "task": {...}, "target": "...", "configs": [{...}, ...],
-//    "repeats": 5, "min_repeat_ms": 5, "compile_jobs": 2, "compile_timeout_s": 60}
+//    "repeats": 5, "min_repeat_ms": 5, "flush_caches": true, "compile_jobs": 2,
+//    "compile_timeout_s": 60}
 // (compile_jobs 0 or absent: the online CPUs) with {"ok": true, "results": [{"costs_s": [...],
 // "compile_s": 0.2}, {"costs_s": [], "compile_s": 0, "error": "..."}, ...]}, one per config in
 // order; until {"op": "quit"} or the end of `in`.

@@ -27,13 +27,15 @@ double Record::cost() const {
 nlohmann::json Record::to_json() const {
   nlohmann::json config_json = nlohmann::json::object();
   for (const auto& [name, value] : config) config_json[name] = value;
-  return {{"v", 1},
-          {"task", task},
-          {"target", target},
-          {"config", config_json},
-          {"costs_s", costs_s},
-          {"error", error ? nlohmann::json(*error) : nlohmann::json(nullptr)},
-          {"time", time}};
+  nlohmann::json j = {{"v", 1},
+                      {"task", task},
+                      {"target", target},
+                      {"config", config_json},
+                      {"costs_s", costs_s},
+                      {"error", error ? nlohmann::json(*error) : nlohmann::json(nullptr)},
+                      {"time", time}};
+  if (in_model) j["in_model"] = true;
+  return j;
 }
 
 Record Record::from_json(const nlohmann::json& j) {
@@ -71,6 +73,10 @@ Record Record::from_json(const nlohmann::json& j) {
               "the record's 'error' must be null or a string");
   if (error.is_string()) r.error = error.get<std::string>();
   if (j.contains("time") && j["time"].is_string()) r.time = j["time"];
+  if (j.contains("in_model")) {
+    ANVIL_CHECK(j["in_model"].is_boolean(), "the record's 'in_model' must be true or false");
+    r.in_model = j["in_model"].get<bool>();
+  }
   return r;
 }
 
@@ -141,13 +147,35 @@ const Record* best_record(const std::map<std::string, std::vector<Record>>& by_t
   auto it = by_task.find(task.key());
   if (it == by_task.end()) return nullptr;
   const ops::ConfigSpace space = task.space();
-  const Record* best = nullptr;
+  // In-model records, where there are any, decide alone, and the default (point 0) keeps its
+  // place unless another point beats it at every thread count and by more than the margin.
+  const Record *best = nullptr, *in_model_default = nullptr;
+  for (const Record& r : it->second)
+    if (r.in_model && index_of(space, r.config) == 0 &&
+        (!in_model_default || r.cost() < in_model_default->cost()))
+      in_model_default = &r;
+  bool any_in_model = false;
+  for (const Record& r : it->second) {
+    if (!r.in_model || index_of(space, r.config) < 0) continue;
+    any_in_model = true;
+    if (in_model_default && (&r == in_model_default || !beats_in_model(r, *in_model_default)))
+      continue;
+    if (!best || r.cost() < best->cost()) best = &r;
+  }
+  if (any_in_model) return best ? best : in_model_default;
   for (const Record& r : it->second)
     if (index_of(space, r.config) >= 0 && (!best || r.cost() < best->cost())) best = &r;
   return best;
 }
 
 }  // namespace
+
+bool beats_in_model(const Record& point, const Record& by_default) {
+  if (point.costs_s.size() != by_default.costs_s.size()) return false;
+  for (size_t t = 0; t < point.costs_s.size(); ++t)
+    if (point.costs_s[t] >= by_default.costs_s[t]) return false;
+  return point.cost() < by_default.cost() * (1 - kInModelMargin);
+}
 
 std::optional<ops::Config> RecordBook::best(const Task& task) const {
   const Record* r = best_record(by_task_, task);

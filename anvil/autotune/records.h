@@ -25,6 +25,10 @@ struct Record {
   std::vector<double> costs_s;  // seconds per run of each timed repeat (empty: failed)
   std::optional<std::string> error;
   std::string time;  // UTC, ISO 8601
+  // Timed inside the compiled model ("in_model": true; `anvil tune`'s last step) rather than as a
+  // trial in isolation: costs_s are the whole model's time per run with this configuration for
+  // the task (the other tasks as the check had settled them), one entry per thread count.
+  bool in_model = false;
 
   // The median cost, or infinity for a failed trial.
   double cost() const;
@@ -50,7 +54,13 @@ void append_record(const std::string& path, const Record& r);
 
 // The best configuration per task among records: the lowest median cost of the successful trials
 // of that task and target whose configuration is a point of the task's space (records from an
-// older space are set aside and counted as stale).
+// older space are set aside and counted as stale). Where a task has in-model records, they decide
+// alone: what the model measured outranks what a kernel did in isolation; and there the default
+// stays unless another point beats it (beats_in_model).
+constexpr double kInModelMargin = 0.01;
+// Whether in-model record `point` beats `by_default` (of the same task): faster at every thread
+// count and by more than kInModelMargin on the median (the in-model check's noise).
+bool beats_in_model(const Record& point, const Record& by_default);
 class RecordBook {
  public:
   RecordBook() = default;

@@ -50,6 +50,39 @@ TEST(Measure, InProcessEveryPointOfASmallSpace) {
   EXPECT_EQ(bad.error->rfind("compile: ", 0), 0u) << *bad.error;
 }
 
+TEST(Measure, FlushingTheCachesKeepsTheArgumentsAndTimesEveryRepeat) {
+  // The flush writes the arguments back to memory and evicts them before each timed call: every
+  // call must see the inputs it was checked on, and either way each repeat has a time.
+  Task t = small_task();
+  for (bool flush : {true, false}) {
+    SCOPED_TRACE(flush ? "flush" : "warm");
+    std::vector<std::vector<float>> first;  // the inputs as the first call saw them
+    int calls = 0, changed = 0;
+    KernelCall call = [&](AnvilKernel kernel, const std::vector<const DLTensor*>& args,
+                          const ops::Config&) {
+      for (size_t a = 0; a < 2; ++a) {
+        const float* data = static_cast<const float*>(args[a]->data);
+        std::vector<float> now(data, data + args[a]->shape[0] * args[a]->shape[1] *
+                                                (args[a]->ndim == 3 ? args[a]->shape[2] : 1));
+        if (first.size() < 2)
+          first.push_back(now);
+        else if (now != first[a])
+          ++changed;
+      }
+      ++calls;
+      return kernel(args.data(), static_cast<int32_t>(args.size()), nullptr);
+    };
+    MeasureOptions o = quick();
+    o.flush_caches = flush;
+    Measurement m = measure_here(t, {}, o, call);
+    EXPECT_FALSE(m.error) << *m.error;
+    ASSERT_EQ(m.costs_s.size(), 3u);
+    for (double c : m.costs_s) EXPECT_GT(c, 0);
+    EXPECT_GT(calls, 3);  // the check, then at least one call per repeat
+    EXPECT_EQ(changed, 0);
+  }
+}
+
 TEST(Measure, WinogradIsCheckedOnATransformedWeight) {
   // Uniform random values are not a Winograd-transformed weight; the op's sample_inputs are.
   Task t;

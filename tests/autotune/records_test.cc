@@ -150,5 +150,45 @@ TEST(RecordBook, PicksTheFastestSuccessfulTrialThatFitsTheSpace) {
   EXPECT_FALSE(book.best(avx512).has_value());
 }
 
+TEST(RecordBook, InModelRecordsDecideWhereThereAreAny) {
+  // Point 2 won in isolation, but inside the model the default (point 0) was faster.
+  Task t = dense_task();
+  ops::ConfigSpace space = t.space();
+  Record default_in_model = record(t, config_at(space, 0), {4e-6, 3e-6});
+  default_in_model.in_model = true;
+  Record best_in_model = record(t, config_at(space, 2), {5e-6, 4e-6});
+  best_in_model.in_model = true;
+  std::vector<Record> rs = {record(t, config_at(space, 0), {5e-6}),
+                            record(t, config_at(space, 2), {1e-6})};
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 2));
+  rs.push_back(best_in_model);
+  rs.push_back(default_in_model);
+  RecordBook book(rs);
+  EXPECT_EQ(*book.best(t), config_at(space, 0));
+  EXPECT_DOUBLE_EQ(book.best_cost(t), 3.5e-6);
+  // In the model a point must beat the default at every thread count and by more than the
+  // margin: 0.5% is a tie, and 5% faster on the median but slower at one thread count loses.
+  Record close = record(t, config_at(space, 3), {4e-6 * 0.995, 3e-6 * 0.995});
+  close.in_model = true;
+  rs.push_back(close);
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 0));
+  Record uneven = record(t, config_at(space, 4), {4.1e-6, 2.55e-6});
+  uneven.in_model = true;
+  rs.push_back(uneven);
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 0));
+  Record faster = record(t, config_at(space, 5), {4e-6 * 0.97, 3e-6 * 0.98});
+  faster.in_model = true;
+  rs.push_back(faster);
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 5));
+  // The flag survives the file.
+  Record back = Record::from_json(nlohmann::json::parse(default_in_model.to_json().dump()));
+  EXPECT_TRUE(back.in_model);
+  EXPECT_FALSE(Record::from_json(rs[0].to_json()).in_model);
+  EXPECT_FALSE(rs[0].to_json().contains("in_model"));  // trials keep the format of the design
+  nlohmann::json bad = default_in_model.to_json();
+  bad["in_model"] = "yes";
+  EXPECT_THROW(Record::from_json(bad), Error);
+}
+
 }  // namespace
 }  // namespace anvil::autotune

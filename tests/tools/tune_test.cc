@@ -25,14 +25,26 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
       << r.out;
   autotune::RecordFile f = autotune::read_records(path("dqn.json"));
   // Per task, in order: the default, one other point, and when that one was faster, the default
-  // and it once more (the confirmation pass).
-  std::map<std::string, std::vector<int64_t>> points;
+  // and it once more (the confirmation pass); then, when the other point is still the faster, the
+  // default and it timed inside the model (the in-model check), one cost per thread count.
+  std::map<std::string, std::vector<int64_t>> points, in_model;
+  std::map<std::string, std::pair<double, int64_t>> isolated_best;  // lowest cost, its point
   for (const autotune::Record& rec : f.records) {
     EXPECT_FALSE(rec.error) << *rec.error;
     EXPECT_FALSE(rec.costs_s.empty());
     autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
-    points[t.key()].push_back(autotune::index_of(t.space(), rec.config));
+    const int64_t i = autotune::index_of(t.space(), rec.config);
+    if (rec.in_model) {
+      EXPECT_LE(rec.costs_s.size(), 2u);
+      in_model[t.key()].push_back(i);
+      continue;
+    }
+    EXPECT_TRUE(in_model[t.key()].empty()) << "an isolated trial after the in-model check";
+    points[t.key()].push_back(i);
+    auto [it, added] = isolated_best.emplace(t.key(), std::pair{rec.cost(), i});
+    if (!added && rec.cost() < it->second.first) it->second = {rec.cost(), i};
   }
+  bool any_checked = false;
   EXPECT_EQ(points.size(), tasks.size());
   for (const auto& [key, p] : points) {
     ASSERT_TRUE(p.size() == 2 || p.size() == 4) << key;
@@ -42,10 +54,20 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
       EXPECT_EQ(p[2], 0) << key;
       EXPECT_EQ(p[3], p[1]) << key;
     }
+    const std::vector<int64_t>& m = in_model[key];
+    if (isolated_best[key].second != 0) {
+      ASSERT_EQ(m.size(), 2u) << key;
+      EXPECT_EQ(m[0], 0) << key;
+      EXPECT_EQ(m[1], p[1]) << key;
+      any_checked = true;
+    } else {
+      EXPECT_TRUE(m.empty()) << key;  // the default won in isolation: nothing to check
+    }
   }
+  EXPECT_EQ(r.out.find("in-model check") != std::string::npos, any_checked) << r.out;
   const size_t total = f.records.size();
 
-  // Resumed: nothing left to measure, nothing appended.
+  // Resumed: nothing left to measure or check, nothing appended.
   r = anvil("tune zoo:dqn --trials 2 --repeats 1 --tuning-records dqn.json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("2 already recorded"), std::string::npos) << r.out;

@@ -367,11 +367,14 @@ BenchRow bench_untuned(const BenchModel& m, int threads, const runtime::Model& t
   std::vector<double> tuned_ms, untuned_ms, ignored;
   time_anvil(tuned, inputs, o.warmup, &ignored);
   time_anvil(untuned, inputs, o.warmup, &ignored);
-  while (static_cast<int>(tuned_ms.size()) < o.runs) {
-    pause_between_blocks(o);
-    time_anvil(tuned, inputs, o.block, &tuned_ms);
-    pause_between_blocks(o);
-    time_anvil(untuned, inputs, o.block, &untuned_ms);
+  // Which build goes first alternates (ABBA): whatever the first block after a pause pays (the
+  // other build's weights in the caches, clocks ramping up) falls on both equally.
+  for (int round = 0; static_cast<int>(tuned_ms.size()) < o.runs; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const bool tuned_now = (k == 0) == (round % 2 == 0);
+      pause_between_blocks(o);
+      time_anvil(tuned_now ? tuned : untuned, inputs, o.block, tuned_now ? &tuned_ms : &untuned_ms);
+    }
   }
   set_times(&row, tuned_ms, untuned_ms);
   return row;

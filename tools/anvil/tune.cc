@@ -11,7 +11,9 @@
 // Each batch is proposed by the search, compiled in parallel in the measure worker and then timed
 // candidate by candidate (anvil/autotune/measure.h), and every trial is appended to the records as
 // it comes, so a tuner killed at any moment leaves a valid file and a rerun resumes from it. The
-// xgb search's model also learns from the records of the file's other tasks (transfer).
+// xgb search's model also learns from the records of the file's other tasks (transfer). After the
+// trials (which --time-budget bounds), each task's best is checked against its default inside the
+// compiled model (check_in_model), and the model's verdict is what the records apply.
 #include "tools/anvil/tune.h"
 
 #include <unistd.h>
@@ -24,12 +26,16 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "anvil/autotune/features.h"
 #include "anvil/autotune/measure.h"
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/search.h"
 #include "anvil/autotune/task.h"
+#include "anvil/graph/build.h"
+#include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/model.h"
 #include "anvil/support/error.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/commands.h"
@@ -105,7 +111,8 @@ class TransferSet {
                                  const std::string& target) {
     std::map<std::string, std::vector<const autotune::Record*>> by_task;
     for (const autotune::Record& r : file.records)
-      if (r.target == target) by_task[autotune::task_key(r.task, r.target)].push_back(&r);
+      if (r.target == target && !r.in_model)
+        by_task[autotune::task_key(r.task, r.target)].push_back(&r);
     autotune::TrainingSet set;
     for (const auto& [key, records] : by_task) {
       if (key == task_key || records.size() < 2) continue;
@@ -144,6 +151,138 @@ class TransferSet {
   std::map<std::string, std::vector<float>> cache_;
 };
 
+// The median of `v` (not empty).
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The last step: each task whose best point is not its default, against the default, inside the
+// compiled model. A kernel timed alone is not the kernel in the model: its input was just written
+// by the kernel before it (by which core, in which order, is the schedule's choice), its weights
+// sit wherever the rest of the model left them, and its own schedule changes what the next kernel
+// finds in the caches; so even a per-kernel profile of the model misattributes. The judge is the
+// whole model: task by task (largest share first), the build with the points accepted so far and
+// that task's best is timed against the build without it, in alternating (ABBA) blocks at 1
+// thread and at the runtime's default. Both times are appended as in-model records (one cost per
+// thread count: the model's time per run with that point), which decide for the task from then on
+// (records.h); the point is accepted when it beats the default (autotune::beats_in_model).
+void check_in_model(const graph::Graph& g, const Target& target,
+                    const std::vector<TaskState>& states, const std::string& records,
+                    autotune::RecordFile& file) {
+  // The tasks whose best is not the default and has not been checked yet (a rerun with nothing
+  // new checks nothing).
+  std::set<std::pair<std::string, ops::Config>> done;
+  for (const autotune::Record& r : file.records)
+    if (r.in_model) done.insert({autotune::task_key(r.task, r.target), r.config});
+  std::vector<const TaskState*> checked;
+  for (const TaskState& s : states) {
+    if (s.best().first <= 0 || !std::isfinite(s.best().second)) continue;
+    if (done.count({s.task().key(), autotune::config_at(s.space, s.best().first)})) continue;
+    checked.push_back(&s);
+  }
+  if (checked.empty()) return;
+
+  std::string dir = (fs::temp_directory_path() / "anvil-tune-check-XXXXXX").string();
+  if (!mkdtemp(dir.data()))
+    throw CliError(kRuntime, "the in-model check: cannot create a temporary directory");
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } remove_dir{dir};
+  // Builds of the model with `points` (task key -> configuration; the others by the default rule).
+  const std::string target_str = target.str();
+  int builds = 0;
+  auto compile = [&](const std::map<std::string, ops::Config>& points) {
+    graph::BuildOptions build;
+    build.config_for = [&points, target_str](
+                           const std::string& op, const std::vector<ops::TensorType>& inputs,
+                           const ops::Attrs& attrs) -> std::optional<ops::Config> {
+      auto it = points.find(autotune::Task{op, inputs, attrs, target_str}.key());
+      if (it == points.end()) return std::nullopt;
+      return it->second;
+    };
+    const std::string file_name = dir + "/build" + std::to_string(builds++) + ".so";
+    with_exit_code(kCompile, "the in-model check: compiling the model",
+                   [&] { graph::CompiledGraph::build(g, target, build).save(file_name); });
+    return with_exit_code(kCompile, "the in-model check: loading " + file_name,
+                          [&] { return runtime::Model::load(file_name); });
+  };
+  std::map<std::string, ops::Config> accepted;
+  runtime::Model base = compile(accepted);
+  std::vector<runtime::NDArray> inputs;
+  for (const runtime::TensorInfo& t : base.inputs()) inputs.push_back(filled_input(t, "random"));
+  const int default_threads = AnvilGetNumThreads();
+  std::vector<int> thread_counts = {1};
+  if (default_threads > 1) thread_counts.push_back(default_threads);
+
+  // Median seconds per run of `a` and `b` at each thread count, ABBA blocks of 4 runs, about half
+  // a second of runs per side and thread count (20 to 200).
+  auto time_pair = [&](const runtime::Model& a, const runtime::Model& b) {
+    std::vector<double> cost_a, cost_b;
+    for (int threads : thread_counts) {
+      AnvilSetNumThreads(threads);
+      auto run_s = [&](const runtime::Model& m) {
+        auto start = Clock::now();
+        with_exit_code(kRuntime, "the in-model check: running the model", [&] { m.run(inputs); });
+        return std::chrono::duration<double>(Clock::now() - start).count();
+      };
+      run_s(a), run_s(b);  // warm-up
+      const int runs = std::clamp(static_cast<int>(0.5 / std::max(1e-6, run_s(a))), 20, 200);
+      std::vector<double> ta, tb;
+      for (int round = 0; static_cast<int>(ta.size()) < runs; ++round)
+        for (int k = 0; k < 2; ++k) {
+          const bool a_now = (k == 0) == (round % 2 == 0);
+          for (int i = 0; i < 4; ++i) (a_now ? ta : tb).push_back(run_s(a_now ? a : b));
+        }
+      cost_a.push_back(median_of(ta));
+      cost_b.push_back(median_of(tb));
+    }
+    AnvilSetNumThreads(0);
+    return std::pair{cost_a, cost_b};
+  };
+
+  std::printf("in-model check (the model's time per run at %s, without and with each best):\n",
+              thread_counts.size() > 1 ? "1 thread and the default" : "1 thread");
+  for (const TaskState* s : checked) {
+    const autotune::Task& task = s->task();
+    const ops::Config best_config = autotune::config_at(s->space, s->best().first);
+    std::map<std::string, ops::Config> with = accepted;
+    with[task.key()] = best_config;
+    runtime::Model candidate = compile(with);
+    auto [without_s, with_s] = time_pair(base, candidate);
+    std::vector<autotune::Record> pair;
+    for (auto [config, costs] : {std::pair{autotune::config_at(s->space, 0), &without_s},
+                                 std::pair{best_config, &with_s}}) {
+      autotune::Record r{task.to_json(), task.target,  config,
+                         *costs,         std::nullopt, autotune::utc_now()};
+      r.in_model = true;
+      with_exit_code(kRuntime, "", [&] { autotune::append_record(records, r); });
+      file.records.push_back(r);
+      pair.push_back(r);
+    }
+    const bool apply = autotune::beats_in_model(pair[1], pair[0]);  // as the records will judge
+    std::string times;
+    for (size_t t = 0; t < thread_counts.size(); ++t) {
+      char buf[80];
+      std::snprintf(buf, sizeof buf, "%s%.3f -> %.3f ms", t ? ", " : "", without_s[t] * 1e3,
+                    with_s[t] * 1e3);
+      times += buf;
+    }
+    std::printf("  %s: %s: %s\n", task.str().c_str(), times.c_str(),
+                apply ? "the best is applied" : "the default is kept");
+    std::fflush(stdout);
+    if (apply) {
+      accepted = std::move(with);
+      base = std::move(candidate);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> tuner_names() {
@@ -180,7 +319,7 @@ void tune_command(const TuneOptions& o) {
     s.size = autotune::space_size(s.space);
     s.flops = mt.flops / mt.count;
     for (const autotune::Record& r : file.records) {
-      if (autotune::task_key(r.task, r.target) != mt.task.key()) continue;
+      if (r.in_model || autotune::task_key(r.task, r.target) != mt.task.key()) continue;
       int64_t i = autotune::index_of(s.space, r.config);
       if (i < 0) continue;
       auto [it, added] = s.measured.emplace(i, r.cost());
@@ -318,6 +457,7 @@ void tune_command(const TuneOptions& o) {
     const int64_t b = s.best().first;
     if (s.measured_now > 0 && b > 0 && std::isfinite(s.best().second)) measure(s, {0, b});
   }
+  check_in_model(g, target, states, o.records, file);
   for (size_t ti = 0; ti < states.size(); ++ti) {
     const TaskState& s = states[ti];
     std::printf("[%zu/%zu] %s: best %s GFLOP/s, default %s GFLOP/s (%d measured now, %d failed)\n",
