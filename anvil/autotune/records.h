@@ -68,7 +68,8 @@ class RecordBook {
 
   // The best configuration of `task`, or nullopt when no successful record fits its space.
   std::optional<ops::Config> best(const Task& task) const;
-  // Its median cost in seconds (infinity when none).
+  // Its median cost in seconds (infinity when none; for an in-model record, the whole model's
+  // time per run).
   double best_cost(const Task& task) const;
 
   size_t num_records() const { return num_records_; }
