@@ -28,6 +28,7 @@
 #include "anvil/runtime/module.h"
 #include "anvil/runtime/ndarray.h"
 #include "anvil/support/error.h"
+#include "anvil/support/temp_dir.h"
 
 namespace anvil::autotune {
 
@@ -415,16 +416,8 @@ std::vector<Measurement> measure_batch_here(const Task& task,
   int jobs = options.compile_jobs;
   if (jobs <= 0) jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 
-  std::string dir = (std::filesystem::temp_directory_path() / "anvil-batch-XXXXXX").string();
-  ANVIL_CHECK(mkdtemp(dir.data()) != nullptr, "measure_batch of ", task.str(),
-              ": cannot create a temporary directory: ", std::strerror(errno));
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove_dir{dir};
+  const TempDir temp("anvil-batch-", "measure_batch of " + task.str());
+  const std::string& dir = temp.path();
 
   // Every compilation ends before the first candidate is timed.
   compile_all(task, target, configs, jobs, options.timeout_s, dir, results);

@@ -26,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "anvil/autotune/features.h"
@@ -37,6 +38,7 @@
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/support/error.h"
+#include "anvil/support/temp_dir.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/commands.h"
 
@@ -151,13 +153,6 @@ class TransferSet {
   std::map<std::string, std::vector<float>> cache_;
 };
 
-// The median of `v` (not empty).
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The last step: each task whose best point is not its default, against the default, inside the
 // compiled model. A kernel timed alone is not the kernel in the model: its input was just written
 // by the kernel before it (by which core, in which order, is the schedule's choice), its weights
@@ -184,16 +179,8 @@ void check_in_model(const graph::Graph& g, const Target& target,
   }
   if (checked.empty()) return;
 
-  std::string dir = (fs::temp_directory_path() / "anvil-tune-check-XXXXXX").string();
-  if (!mkdtemp(dir.data()))
-    throw CliError(kRuntime, "the in-model check: cannot create a temporary directory");
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  } remove_dir{dir};
+  std::optional<TempDir> temp;
+  with_exit_code(kRuntime, "", [&] { temp.emplace("anvil-tune-check-", "the in-model check"); });
   // Builds of the model with `points` (task key -> configuration; the others by the default rule).
   const std::string target_str = target.str();
   int builds = 0;
@@ -206,7 +193,7 @@ void check_in_model(const graph::Graph& g, const Target& target,
       if (it == points.end()) return std::nullopt;
       return it->second;
     };
-    const std::string file_name = dir + "/build" + std::to_string(builds++) + ".so";
+    const std::string file_name = temp->path() + "/build" + std::to_string(builds++) + ".so";
     with_exit_code(kCompile, "the in-model check: compiling the model",
                    [&] { graph::CompiledGraph::build(g, target, build).save(file_name); });
     return with_exit_code(kCompile, "the in-model check: loading " + file_name,
@@ -239,8 +226,8 @@ void check_in_model(const graph::Graph& g, const Target& target,
           const bool a_now = (k == 0) == (round % 2 == 0);
           for (int i = 0; i < 4; ++i) (a_now ? ta : tb).push_back(run_s(a_now ? a : b));
         }
-      cost_a.push_back(median_of(ta));
-      cost_b.push_back(median_of(tb));
+      cost_a.push_back(latency_stats(ta).median_ms);  // seconds: the unit of ta
+      cost_b.push_back(latency_stats(tb).median_ms);
     }
     AnvilSetNumThreads(0);
     return std::pair{cost_a, cost_b};
