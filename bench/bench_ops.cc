@@ -24,8 +24,8 @@
 //
 // With --tuning-records FILE (anvil tune's records), each Anvil operator gets its task's best
 // recorded configuration instead of the default (the task as the graph compiler makes it: the
-// same operator, input types and attributes); the table marks those "tuned", and the layers whose
-// task had no record are listed.
+// same operator, input types and attributes); the table marks those "tuned" ("tuned=default" where
+// the records keep the default), and the layers whose task had no record are listed.
 //
 //   build/bin/bench_ops [--perturbed] [--filter=REGEX] [--layout=nchw] [--threads=1,2]
 //                       [--min-time=S] [--summary-json FILE] [--tuning-records FILE]
@@ -358,7 +358,8 @@ std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>
     anvil::autotune::Task task{main_op, {{a->x.shape()}, {a->w.shape()}}, attrs, target.str()};
     if (std::optional<anvil::ops::Config> best = record_book()->best(task)) {
       config = *best;
-      a->op += " tuned";
+      // The records may keep the default (the in-model check found no point faster).
+      a->op += anvil::autotune::index_of(task.space(), config) == 0 ? " tuned=default" : " tuned";
     } else {
       a->op += " untuned";
     }

@@ -16,12 +16,19 @@
 
 namespace anvil::autotune {
 
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::infinity();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
 double Record::cost() const {
-  if (error || costs_s.empty()) return std::numeric_limits<double>::infinity();
-  std::vector<double> c = costs_s;
-  std::sort(c.begin(), c.end());
-  const size_t n = c.size();
-  return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+  return error ? std::numeric_limits<double>::infinity() : median(costs_s);
 }
 
 nlohmann::json Record::to_json() const {
@@ -34,7 +41,10 @@ nlohmann::json Record::to_json() const {
                       {"costs_s", costs_s},
                       {"error", error ? nlohmann::json(*error) : nlohmann::json(nullptr)},
                       {"time", time}};
-  if (in_model) j["in_model"] = true;
+  if (in_model) {
+    j["in_model"] = true;
+    j["default_s"] = default_s;
+  }
   return j;
 }
 
@@ -61,13 +71,18 @@ Record Record::from_json(const nlohmann::json& j) {
                 value.dump());
     r.config[name] = value.get<int64_t>();
   }
-  const nlohmann::json& costs = field("costs_s");
-  ANVIL_CHECK(costs.is_array(), "the record's 'costs_s' must be an array");
-  for (const nlohmann::json& c : costs) {
-    ANVIL_CHECK(c.is_number() && c.get<double>() >= 0 && std::isfinite(c.get<double>()),
-                "the record's 'costs_s' must hold non-negative numbers, not ", c.dump());
-    r.costs_s.push_back(c.get<double>());
-  }
+  auto times = [&](const char* name) {
+    const nlohmann::json& a = field(name);
+    ANVIL_CHECK(a.is_array(), "the record's '", name, "' must be an array");
+    std::vector<double> out;
+    for (const nlohmann::json& c : a) {
+      ANVIL_CHECK(c.is_number() && c.get<double>() >= 0 && std::isfinite(c.get<double>()),
+                  "the record's '", name, "' must hold non-negative numbers, not ", c.dump());
+      out.push_back(c.get<double>());
+    }
+    return out;
+  };
+  r.costs_s = times("costs_s");
   const nlohmann::json& error = field("error");
   ANVIL_CHECK(error.is_null() || error.is_string(),
               "the record's 'error' must be null or a string");
@@ -76,6 +91,12 @@ Record Record::from_json(const nlohmann::json& j) {
   if (j.contains("in_model")) {
     ANVIL_CHECK(j["in_model"].is_boolean(), "the record's 'in_model' must be true or false");
     r.in_model = j["in_model"].get<bool>();
+  }
+  if (r.in_model) {
+    r.default_s = times("default_s");
+    ANVIL_CHECK(r.default_s.size() == r.costs_s.size(), "the in-model record's 'default_s' has ",
+                r.default_s.size(), " entries and its 'costs_s' ", r.costs_s.size(),
+                " (one per thread count in both)");
   }
   return r;
 }
@@ -141,51 +162,65 @@ RecordBook::RecordBook(const std::vector<Record>& records) : num_records_(record
 
 namespace {
 
-// The best record of `task` that fits its space, or null.
-const Record* best_record(const std::map<std::string, std::vector<Record>>& by_task,
-                          const Task& task) {
+// What the records say for a task: the record of its best point, or `use_default` (point 0, as
+// the in-model check decided) with the model's time in `default_cost`.
+struct Verdict {
+  const Record* record = nullptr;
+  bool use_default = false;
+  double default_cost = std::numeric_limits<double>::infinity();
+};
+
+Verdict verdict(const std::map<std::string, std::vector<Record>>& by_task, const Task& task) {
   auto it = by_task.find(task.key());
-  if (it == by_task.end()) return nullptr;
+  if (it == by_task.end()) return {};
   const ops::ConfigSpace space = task.space();
-  // In-model records, where there are any, decide alone, and the default (point 0) keeps its
-  // place unless another point beats it at every thread count and by more than the margin.
-  const Record *best = nullptr, *in_model_default = nullptr;
-  for (const Record& r : it->second)
-    if (r.in_model && index_of(space, r.config) == 0 &&
-        (!in_model_default || r.cost() < in_model_default->cost()))
-      in_model_default = &r;
-  bool any_in_model = false;
+  // In-model records, where there are any, decide alone: the latest point all of whose
+  // comparisons were wins, else the default.
+  std::map<int64_t, bool> all_wins;  // point -> every comparison it took part in was a win
+  const Record* latest = nullptr;
   for (const Record& r : it->second) {
-    if (!r.in_model || index_of(space, r.config) < 0) continue;
-    any_in_model = true;
-    if (in_model_default && (&r == in_model_default || !beats_in_model(r, *in_model_default)))
-      continue;
-    if (!best || r.cost() < best->cost()) best = &r;
+    if (!r.in_model) continue;
+    const int64_t i = index_of(space, r.config);
+    if (i < 0) continue;
+    auto [w, added] = all_wins.emplace(i, true);
+    w->second = w->second && wins_in_model(r);
+    latest = &r;
   }
-  if (any_in_model) return best ? best : in_model_default;
+  if (latest) {
+    Verdict v;
+    for (auto r = it->second.rbegin(); r != it->second.rend() && !v.record; ++r)
+      if (r->in_model && index_of(space, r->config) > 0 && all_wins[index_of(space, r->config)])
+        v.record = &*r;
+    v.use_default = !v.record;
+    v.default_cost = median(latest->default_s);
+    return v;
+  }
+  Verdict v;
   for (const Record& r : it->second)
-    if (index_of(space, r.config) >= 0 && (!best || r.cost() < best->cost())) best = &r;
-  return best;
+    if (index_of(space, r.config) >= 0 && (!v.record || r.cost() < v.record->cost())) v.record = &r;
+  return v;
 }
 
 }  // namespace
 
-bool beats_in_model(const Record& point, const Record& by_default) {
-  if (point.costs_s.size() != by_default.costs_s.size()) return false;
-  for (size_t t = 0; t < point.costs_s.size(); ++t)
-    if (point.costs_s[t] >= by_default.costs_s[t]) return false;
-  return point.cost() < by_default.cost() * (1 - kInModelMargin);
+bool wins_in_model(const Record& r) {
+  if (!r.in_model || r.costs_s.empty() || r.costs_s.size() != r.default_s.size()) return false;
+  for (size_t t = 0; t < r.costs_s.size(); ++t)
+    if (r.costs_s[t] >= r.default_s[t]) return false;
+  return r.cost() < median(r.default_s) * (1 - kInModelMargin);
 }
 
 std::optional<ops::Config> RecordBook::best(const Task& task) const {
-  const Record* r = best_record(by_task_, task);
-  if (!r) return std::nullopt;
-  return r->config;
+  const Verdict v = verdict(by_task_, task);
+  if (v.use_default) return config_at(task.space(), 0);
+  if (!v.record) return std::nullopt;
+  return v.record->config;
 }
 
 double RecordBook::best_cost(const Task& task) const {
-  const Record* r = best_record(by_task_, task);
-  return r ? r->cost() : std::numeric_limits<double>::infinity();
+  const Verdict v = verdict(by_task_, task);
+  if (v.use_default) return v.default_cost;
+  return v.record ? v.record->cost() : std::numeric_limits<double>::infinity();
 }
 
 std::function<std::optional<ops::Config>(const std::string&, const std::vector<ops::TensorType>&,

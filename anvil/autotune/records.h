@@ -26,9 +26,11 @@ struct Record {
   std::optional<std::string> error;
   std::string time;  // UTC, ISO 8601
   // Timed inside the compiled model ("in_model": true; `anvil tune`'s last step) rather than as a
-  // trial in isolation: costs_s are the whole model's time per run with this configuration for
-  // the task (the other tasks as the check had settled them), one entry per thread count.
+  // trial in isolation: one comparison of two builds of the whole model, timed in alternation.
+  // costs_s is the model's time per run with this configuration for the task, default_s without
+  // it (the build it was compared against), one entry of each per thread count.
   bool in_model = false;
+  std::vector<double> default_s = {};
 
   // The median cost, or infinity for a failed trial.
   double cost() const;
@@ -55,12 +57,13 @@ void append_record(const std::string& path, const Record& r);
 // The best configuration per task among records: the lowest median cost of the successful trials
 // of that task and target whose configuration is a point of the task's space (records from an
 // older space are set aside and counted as stale). Where a task has in-model records, they decide
-// alone: what the model measured outranks what a kernel did in isolation; and there the default
-// stays unless another point beats it (beats_in_model).
+// alone: what the model measured outranks what a kernel did in isolation. There a point applies
+// only when every comparison it took part in was a win (wins_in_model), the latest such point
+// when there are several; otherwise the default (point 0) stays.
 constexpr double kInModelMargin = 0.01;
-// Whether in-model record `point` beats `by_default` (of the same task): faster at every thread
-// count and by more than kInModelMargin on the median (the in-model check's noise).
-bool beats_in_model(const Record& point, const Record& by_default);
+// Whether in-model record `r` is a win for its configuration: the model was faster with it at
+// every thread count, and by more than kInModelMargin on the median (the comparison's noise).
+bool wins_in_model(const Record& r);
 class RecordBook {
  public:
   RecordBook() = default;

@@ -150,44 +150,71 @@ TEST(RecordBook, PicksTheFastestSuccessfulTrialThatFitsTheSpace) {
   EXPECT_FALSE(book.best(avx512).has_value());
 }
 
+// An in-model record: the model's times per thread count with point `i` and without it.
+Record in_model(const Task& t, int64_t i, std::vector<double> with, std::vector<double> without) {
+  Record r = record(t, config_at(t.space(), i), std::move(with));
+  r.in_model = true;
+  r.default_s = std::move(without);
+  return r;
+}
+
 TEST(RecordBook, InModelRecordsDecideWhereThereAreAny) {
   // Point 2 won in isolation, but inside the model the default (point 0) was faster.
   Task t = dense_task();
-  ops::ConfigSpace space = t.space();
-  Record default_in_model = record(t, config_at(space, 0), {4e-6, 3e-6});
-  default_in_model.in_model = true;
-  Record best_in_model = record(t, config_at(space, 2), {5e-6, 4e-6});
-  best_in_model.in_model = true;
-  std::vector<Record> rs = {record(t, config_at(space, 0), {5e-6}),
-                            record(t, config_at(space, 2), {1e-6})};
-  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 2));
-  rs.push_back(best_in_model);
-  rs.push_back(default_in_model);
+  std::vector<Record> rs = {record(t, config_at(t.space(), 0), {5e-6}),
+                            record(t, config_at(t.space(), 2), {1e-6})};
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(t.space(), 2));
+  rs.push_back(in_model(t, 2, {5e-6, 4e-6}, {4e-6, 3e-6}));
   RecordBook book(rs);
-  EXPECT_EQ(*book.best(t), config_at(space, 0));
-  EXPECT_DOUBLE_EQ(book.best_cost(t), 3.5e-6);
-  // In the model a point must beat the default at every thread count and by more than the
-  // margin: 0.5% is a tie, and 5% faster on the median but slower at one thread count loses.
-  Record close = record(t, config_at(space, 3), {4e-6 * 0.995, 3e-6 * 0.995});
-  close.in_model = true;
-  rs.push_back(close);
-  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 0));
-  Record uneven = record(t, config_at(space, 4), {4.1e-6, 2.55e-6});
-  uneven.in_model = true;
-  rs.push_back(uneven);
-  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 0));
-  Record faster = record(t, config_at(space, 5), {4e-6 * 0.97, 3e-6 * 0.98});
-  faster.in_model = true;
-  rs.push_back(faster);
-  EXPECT_EQ(*RecordBook(rs).best(t), config_at(space, 5));
-  // The flag survives the file.
-  Record back = Record::from_json(nlohmann::json::parse(default_in_model.to_json().dump()));
+  EXPECT_EQ(*book.best(t), config_at(t.space(), 0));
+  EXPECT_DOUBLE_EQ(book.best_cost(t), 3.5e-6);  // the model's time with the default
+  // A win must be faster at every thread count and by more than the margin on the median: 0.5%
+  // is a tie, and 5% faster on the median but slower at one thread count loses.
+  EXPECT_FALSE(wins_in_model(in_model(t, 3, {4e-6 * 0.995, 3e-6 * 0.995}, {4e-6, 3e-6})));
+  EXPECT_FALSE(wins_in_model(in_model(t, 4, {4.1e-6, 2.55e-6}, {4e-6, 3e-6})));
+  EXPECT_TRUE(wins_in_model(in_model(t, 5, {4e-6 * 0.97, 3e-6 * 0.98}, {4e-6, 3e-6})));
+  rs.push_back(in_model(t, 3, {4e-6 * 0.995, 3e-6 * 0.995}, {4e-6, 3e-6}));
+  rs.push_back(in_model(t, 4, {4.1e-6, 2.55e-6}, {4e-6, 3e-6}));
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(t.space(), 0));
+  // A point applies when every comparison it took part in was a win: two wins, then one that
+  // was not (the later check of all points together, say), and it no longer applies.
+  rs.push_back(in_model(t, 5, {4e-6 * 0.97, 3e-6 * 0.98}, {4e-6, 3e-6}));
+  rs.push_back(in_model(t, 5, {4e-6 * 0.96, 3e-6 * 0.97}, {4e-6, 3e-6}));
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(t.space(), 5));
+  EXPECT_NEAR(RecordBook(rs).best_cost(t), (3.84e-6 + 2.91e-6) / 2, 1e-15);
+  rs.push_back(in_model(t, 5, {4e-6 * 1.01, 3e-6 * 0.97}, {4e-6, 3e-6}));
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(t.space(), 0));
+  // Of two points that won every time, the one checked last (against the other) applies.
+  rs.push_back(in_model(t, 6, {3e-6, 2e-6}, {3.5e-6, 2.5e-6}));
+  rs.push_back(in_model(t, 7, {2.5e-6, 1.5e-6}, {3e-6, 2e-6}));
+  EXPECT_EQ(*RecordBook(rs).best(t), config_at(t.space(), 7));
+
+  // The flag and the default's times survive the file; a record without them, or with a
+  // different number of them, is refused by name.
+  const Record& win = rs.back();
+  Record back = Record::from_json(nlohmann::json::parse(win.to_json().dump()));
   EXPECT_TRUE(back.in_model);
+  EXPECT_EQ(back.default_s, win.default_s);
   EXPECT_FALSE(Record::from_json(rs[0].to_json()).in_model);
   EXPECT_FALSE(rs[0].to_json().contains("in_model"));  // trials keep the format of the design
-  nlohmann::json bad = default_in_model.to_json();
+  EXPECT_FALSE(rs[0].to_json().contains("default_s"));
+  nlohmann::json bad = win.to_json();
   bad["in_model"] = "yes";
   EXPECT_THROW(Record::from_json(bad), Error);
+  for (nlohmann::json default_s : {nlohmann::json(), nlohmann::json({1e-3}),
+                                   nlohmann::json({1e-3, -1.0}), nlohmann::json("fast")}) {
+    nlohmann::json j = win.to_json();
+    if (default_s.is_null())
+      j.erase("default_s");
+    else
+      j["default_s"] = default_s;
+    try {
+      Record::from_json(j);
+      ADD_FAILURE() << "accepted default_s " << default_s.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("default_s"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -25,9 +25,10 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
       << r.out;
   autotune::RecordFile f = autotune::read_records(path("dqn.json"));
   // Per task, in order: the default, one other point, and when that one was faster, the default
-  // and it once more (the confirmation pass); then, when the other point is still the faster, the
-  // default and it timed inside the model (the in-model check), one cost per thread count.
-  std::map<std::string, std::vector<int64_t>> points, in_model;
+  // and it once more (the confirmation pass); then, when the other point is still the faster, its
+  // comparisons inside the model (the in-model check), one cost per thread count.
+  std::map<std::string, std::vector<int64_t>> points;
+  std::map<std::string, std::vector<const autotune::Record*>> in_model;
   std::map<std::string, std::pair<double, int64_t>> isolated_best;  // lowest cost, its point
   for (const autotune::Record& rec : f.records) {
     EXPECT_FALSE(rec.error) << *rec.error;
@@ -36,7 +37,8 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
     const int64_t i = autotune::index_of(t.space(), rec.config);
     if (rec.in_model) {
       EXPECT_LE(rec.costs_s.size(), 2u);
-      in_model[t.key()].push_back(i);
+      EXPECT_EQ(rec.default_s.size(), rec.costs_s.size());
+      in_model[t.key()].push_back(&rec);
       continue;
     }
     EXPECT_TRUE(in_model[t.key()].empty()) << "an isolated trial after the in-model check";
@@ -54,15 +56,36 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
       EXPECT_EQ(p[2], 0) << key;
       EXPECT_EQ(p[3], p[1]) << key;
     }
-    const std::vector<int64_t>& m = in_model[key];
-    if (isolated_best[key].second != 0) {
-      ASSERT_EQ(m.size(), 2u) << key;
-      EXPECT_EQ(m[0], 0) << key;
-      EXPECT_EQ(m[1], p[1]) << key;
-      any_checked = true;
-    } else {
+    // Up to 3 comparisons, stopping at the first that is not a win; after 3 wins, up to 3 more
+    // of all applied points together against the untuned build, stopping likewise. The records
+    // apply the point exactly when every comparison was a win.
+    const std::vector<const autotune::Record*>& m = in_model[key];
+    if (isolated_best[key].second == 0) {
       EXPECT_TRUE(m.empty()) << key;  // the default won in isolation: nothing to check
+      continue;
     }
+    any_checked = true;
+    ASSERT_GE(m.size(), 1u) << key;
+    ASSERT_LE(m.size(), 6u) << key;
+    bool all_wins = true;
+    for (size_t k = 0; k < m.size(); ++k) {
+      autotune::Task t = autotune::Task::from_json(m[k]->task, m[k]->target);
+      EXPECT_EQ(autotune::index_of(t.space(), m[k]->config), p[1]) << key;
+      const bool win = autotune::wins_in_model(*m[k]);
+      // Only the last comparison of each round may be a loss.
+      if (k + 1 < m.size()) {
+        EXPECT_TRUE(win) << key << ": went on after a loss";
+      }
+      all_wins = all_wins && win;
+    }
+    if (m.size() <= 3) {
+      EXPECT_FALSE(all_wins) << key << ": 3 wins, then no check of all together";
+    }
+    autotune::Task t = autotune::Task::from_json(m[0]->task, m[0]->target);
+    ASSERT_TRUE(autotune::RecordBook(f.records).best(t).has_value()) << key;
+    EXPECT_EQ(autotune::index_of(t.space(), *autotune::RecordBook(f.records).best(t)),
+              all_wins ? p[1] : 0)
+        << key;
   }
   EXPECT_EQ(r.out.find("in-model check") != std::string::npos, any_checked) << r.out;
   const size_t total = f.records.size();

@@ -225,6 +225,7 @@ std::string error_of(F&& what) {
 
 struct Compiled {
   runtime::Model model;
+  std::string file;
   double seconds = 0;
 };
 
@@ -246,6 +247,7 @@ Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target&
   Compiled c;
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   c.model = with_exit_code(kCompile, "loading " + file, [&] { return runtime::Model::load(file); });
+  c.file = file;
   return c;
 }
 
@@ -355,25 +357,34 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   return row;
 }
 
-// The tuned build against the untuned one, in alternating blocks in this process: the row of
-// baseline "untuned".
-BenchRow bench_untuned(const BenchModel& m, int threads, const runtime::Model& tuned,
-                       const runtime::Model& untuned, const std::vector<runtime::NDArray>& inputs,
-                       const BenchOptions& o) {
+// How many times the tuned and the untuned build are each loaded for their comparison
+// (load_copies: where a load's memory lands moves the model's time by a few percent).
+constexpr int kUntunedLoads = 4;
+
+// The tuned build against the untuned one, in alternating blocks in this process over
+// kUntunedLoads loads of each: the row of baseline "untuned".
+BenchRow bench_untuned(const BenchModel& m, int threads, const std::vector<runtime::Model>& tuned,
+                       const std::vector<runtime::Model>& untuned,
+                       const std::vector<runtime::NDArray>& inputs, const BenchOptions& o) {
   BenchRow row;
   row.name = m.name;
   row.threads = threads;
   row.baseline = "untuned";
   std::vector<double> tuned_ms, untuned_ms, ignored;
-  time_anvil(tuned, inputs, o.warmup, &ignored);
-  time_anvil(untuned, inputs, o.warmup, &ignored);
+  for (size_t i = 0; i < tuned.size(); ++i) {
+    time_anvil(tuned[i], inputs, o.warmup, &ignored);
+    time_anvil(untuned[i], inputs, o.warmup, &ignored);
+  }
   // Which build goes first alternates (ABBA): whatever the first block after a pause pays (the
-  // other build's weights in the caches, clocks ramping up) falls on both equally.
+  // other build's weights in the caches, clocks ramping up) falls on both equally. Each round
+  // takes the next load of each.
   for (int round = 0; static_cast<int>(tuned_ms.size()) < o.runs; ++round) {
+    const size_t load = static_cast<size_t>(round / 2) % tuned.size();
     for (int k = 0; k < 2; ++k) {
       const bool tuned_now = (k == 0) == (round % 2 == 0);
       pause_between_blocks(o);
-      time_anvil(tuned_now ? tuned : untuned, inputs, o.block, tuned_now ? &tuned_ms : &untuned_ms);
+      time_anvil(tuned_now ? tuned[load] : untuned[load], inputs, o.block,
+                 tuned_now ? &tuned_ms : &untuned_ms);
     }
   }
   set_times(&row, tuned_ms, untuned_ms);
@@ -398,6 +409,8 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
     std::printf("%s", tuning_summary(book->num_records(), book->num_tasks(), 0, lookups).c_str());
     untuned = compile_model(g, m, target, true, true, work);
   }
+  std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> tuned_untuned;
+  if (untuned) tuned_untuned = load_copies(base.file, untuned->file, kUntunedLoads);
   std::fflush(stdout);
 
   // The inputs: --fill-mode random, as files for the workers.
@@ -438,7 +451,7 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
       report->rows.push_back(row);
     }
     if (untuned) {
-      BenchRow row = bench_untuned(m, t, base.model, untuned->model, inputs, o);
+      BenchRow row = bench_untuned(m, t, tuned_untuned.first, tuned_untuned.second, inputs, o);
       row.gflops = flops / (row.anvil_ms * 1e6);
       char buf[160];
       std::snprintf(buf, sizeof buf, "; untuned %.3f ms, tuned %.3f ms: %.2fx", *row.baseline_ms,

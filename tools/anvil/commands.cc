@@ -171,6 +171,24 @@ void compile_command(const CompileOptions& o) {
   std::cout << "\n";
 }
 
+std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> load_copies(
+    const std::string& a, const std::string& b, int copies) {
+  auto load = [](const std::string& file) {
+    return with_exit_code(kCompile, "loading " + file, [&] { return runtime::Model::load(file); });
+  };
+  std::vector<runtime::Model> as, bs;
+  for (int i = 0; i < copies; ++i) {
+    if (i % 2 == 0) {
+      as.push_back(load(a));
+      bs.push_back(load(b));
+    } else {
+      bs.push_back(load(b));
+      as.push_back(load(a));
+    }
+  }
+  return {std::move(as), std::move(bs)};
+}
+
 runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode) {
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype, /*zero=*/true);
   std::mt19937 rng(0);

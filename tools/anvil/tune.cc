@@ -153,6 +153,9 @@ class TransferSet {
   std::map<std::string, std::vector<float>> cache_;
 };
 
+// How many times each in-model comparison is made; a point applies only when it wins every time.
+constexpr int kInModelComparisons = 3;
+
 // The last step: each task whose best point is not its default, against the default, inside the
 // compiled model. A kernel timed alone is not the kernel in the model: its input was just written
 // by the kernel before it (by which core, in which order, is the schedule's choice), its weights
@@ -160,21 +163,33 @@ class TransferSet {
 // finds in the caches; so even a per-kernel profile of the model misattributes. The judge is the
 // whole model: task by task (largest share first), the build with the points accepted so far and
 // that task's best is timed against the build without it, in alternating (ABBA) blocks at 1
-// thread and at the runtime's default. Both times are appended as in-model records (one cost per
-// thread count: the model's time per run with that point), which decide for the task from then on
-// (records.h); the point is accepted when it beats the default (autotune::beats_in_model).
+// thread and at the runtime's default. One such comparison cannot resolve a 1-2% effect (where
+// each load's memory lands alone moves the model's time by that much), so it is made
+// kInModelComparisons times, each with fresh loads of both builds, and the point is accepted only
+// when it wins every one (autotune::wins_in_model). Before the points one by one, all of them
+// together, accepted at once when they win so. Last, the build with every accepted point is
+// compared the same way against the untuned build, and when it does not win every time, no point
+// applies. Each comparison (but a loss of all together) is appended as an in-model record of
+// every point it judged, and those records decide for the task from then on (records.h): a point
+// applies only when it won all of its.
 void check_in_model(const graph::Graph& g, const Target& target,
                     const std::vector<TaskState>& states, const std::string& records,
                     autotune::RecordFile& file) {
   // The tasks whose best is not the default and has not been checked yet (a rerun with nothing
-  // new checks nothing).
+  // new checks nothing), and the points that earlier checks accepted.
   std::set<std::pair<std::string, ops::Config>> done;
   for (const autotune::Record& r : file.records)
     if (r.in_model) done.insert({autotune::task_key(r.task, r.target), r.config});
+  std::map<std::string, ops::Config> accepted;
+  const autotune::RecordBook book(file.records);
   std::vector<const TaskState*> checked;
   for (const TaskState& s : states) {
+    const std::string key = s.task().key();
+    std::optional<ops::Config> applied = book.best(s.task());
+    if (applied && done.count({key, *applied}) && autotune::index_of(s.space, *applied) > 0)
+      accepted[key] = *applied;
     if (s.best().first <= 0 || !std::isfinite(s.best().second)) continue;
-    if (done.count({s.task().key(), autotune::config_at(s.space, s.best().first)})) continue;
+    if (done.count({key, autotune::config_at(s.space, s.best().first)})) continue;
     checked.push_back(&s);
   }
   if (checked.empty()) return;
@@ -196,13 +211,15 @@ void check_in_model(const graph::Graph& g, const Target& target,
     const std::string file_name = temp->path() + "/build" + std::to_string(builds++) + ".so";
     with_exit_code(kCompile, "the in-model check: compiling the model",
                    [&] { graph::CompiledGraph::build(g, target, build).save(file_name); });
-    return with_exit_code(kCompile, "the in-model check: loading " + file_name,
-                          [&] { return runtime::Model::load(file_name); });
+    return file_name;
   };
-  std::map<std::string, ops::Config> accepted;
-  runtime::Model base = compile(accepted);
+  std::string base = compile(accepted);
   std::vector<runtime::NDArray> inputs;
-  for (const runtime::TensorInfo& t : base.inputs()) inputs.push_back(filled_input(t, "random"));
+  {
+    const runtime::Model model =
+        with_exit_code(kCompile, "loading " + base, [&] { return runtime::Model::load(base); });
+    for (const runtime::TensorInfo& t : model.inputs()) inputs.push_back(filled_input(t, "random"));
+  }
   const int default_threads = AnvilGetNumThreads();
   std::vector<int> thread_counts = {1};
   if (default_threads > 1) thread_counts.push_back(default_threads);
@@ -233,41 +250,102 @@ void check_in_model(const graph::Graph& g, const Target& target,
     return std::pair{cost_a, cost_b};
   };
 
+  // Up to kInModelComparisons comparisons of build `with` (the points `with_points`) against
+  // `without`, each printed and kept as an in-model record for each of `judged`; it stops at the
+  // first that is not a win. Whether every one was. The records are appended at the end, when
+  // all were wins or `record_loss`. Each comparison has fresh loads of both builds, loaded in
+  // alternating order and kept to the end: where a load's memory lands moves the model's time by
+  // a few percent (load_copies), as much as the effects judged here.
+  auto compare = [&](const std::string& without, const std::string& with,
+                     const std::map<std::string, ops::Config>& with_points,
+                     const std::vector<const autotune::Task*>& judged, bool record_loss) {
+    std::vector<runtime::Model> loads;
+    std::vector<autotune::Record> made;
+    auto keep = [&] {
+      for (const autotune::Record& r : made) {
+        with_exit_code(kRuntime, "", [&] { autotune::append_record(records, r); });
+        file.records.push_back(r);
+      }
+    };
+    for (int k = 0; k < kInModelComparisons; ++k) {
+      auto [first, second] = k % 2 ? load_copies(with, without, 1) : load_copies(without, with, 1);
+      loads.push_back(std::move(first[0]));
+      loads.push_back(std::move(second[0]));
+      const runtime::Model& without_model = loads[loads.size() - (k % 2 ? 1 : 2)];
+      const runtime::Model& with_model = loads[loads.size() - (k % 2 ? 2 : 1)];
+      auto [without_s, with_s] = time_pair(without_model, with_model);
+      bool win = false;
+      for (const autotune::Task* task : judged) {
+        autotune::Record r{task->to_json(), task->target, with_points.at(task->key()),
+                           with_s,          std::nullopt, autotune::utc_now()};
+        r.in_model = true;
+        r.default_s = without_s;
+        made.push_back(r);
+        win = autotune::wins_in_model(r);  // as the records will judge
+      }
+      std::string times;
+      for (size_t t = 0; t < thread_counts.size(); ++t) {
+        char buf[80];
+        std::snprintf(buf, sizeof buf, "%s%.3f -> %.3f ms", t ? ", " : "", without_s[t] * 1e3,
+                      with_s[t] * 1e3);
+        times += buf;
+      }
+      std::printf("    %s: %s\n", times.c_str(), win ? "a win" : "not a win");
+      std::fflush(stdout);
+      if (!win) {
+        if (record_loss) keep();
+        return false;
+      }
+    }
+    keep();
+    return true;
+  };
+
   std::printf("in-model check (the model's time per run at %s, without and with each best):\n",
               thread_counts.size() > 1 ? "1 thread and the default" : "1 thread");
-  for (const TaskState* s : checked) {
-    const autotune::Task& task = s->task();
-    const ops::Config best_config = autotune::config_at(s->space, s->best().first);
+  // First every best together: most tasks are a small share of the model, and a gain that the
+  // check cannot resolve task by task may add up to one it can. A loss here is not recorded: the
+  // points are then judged one by one.
+  std::vector<const autotune::Task*> judged;
+  if (checked.size() > 1) {
     std::map<std::string, ops::Config> with = accepted;
-    with[task.key()] = best_config;
-    runtime::Model candidate = compile(with);
-    auto [without_s, with_s] = time_pair(base, candidate);
-    std::vector<autotune::Record> pair;
-    for (auto [config, costs] : {std::pair{autotune::config_at(s->space, 0), &without_s},
-                                 std::pair{best_config, &with_s}}) {
-      autotune::Record r{task.to_json(), task.target,  config,
-                         *costs,         std::nullopt, autotune::utc_now()};
-      r.in_model = true;
-      with_exit_code(kRuntime, "", [&] { autotune::append_record(records, r); });
-      file.records.push_back(r);
-      pair.push_back(r);
+    for (const TaskState* s : checked) {
+      with[s->task().key()] = autotune::config_at(s->space, s->best().first);
+      judged.push_back(&s->task());
     }
-    const bool apply = autotune::beats_in_model(pair[1], pair[0]);  // as the records will judge
-    std::string times;
-    for (size_t t = 0; t < thread_counts.size(); ++t) {
-      char buf[80];
-      std::snprintf(buf, sizeof buf, "%s%.3f -> %.3f ms", t ? ", " : "", without_s[t] * 1e3,
-                    with_s[t] * 1e3);
-      times += buf;
-    }
-    std::printf("  %s: %s: %s\n", task.str().c_str(), times.c_str(),
-                apply ? "the best is applied" : "the default is kept");
-    std::fflush(stdout);
-    if (apply) {
+    std::string candidate = compile(with);
+    std::printf("  all %zu bests together:\n", checked.size());
+    if (compare(base, candidate, with, judged, /*record_loss=*/false)) {
+      std::printf("    all are applied\n");
       accepted = std::move(with);
       base = std::move(candidate);
+      checked.clear();
+    } else {
+      std::printf("    each is judged alone\n");
     }
   }
+  for (const TaskState* s : checked) {
+    std::map<std::string, ops::Config> with = accepted;
+    with[s->task().key()] = autotune::config_at(s->space, s->best().first);
+    std::string candidate = compile(with);
+    std::printf("  %s:\n", s->task().str().c_str());
+    if (compare(base, candidate, with, {&s->task()}, /*record_loss=*/true)) {
+      std::printf("    the best is applied\n");
+      accepted = std::move(with);
+      base = std::move(candidate);
+    } else {
+      std::printf("    the default is kept\n");
+    }
+  }
+  if (accepted.empty()) return;
+  std::printf("  all %zu applied points together, against the untuned build:\n", accepted.size());
+  judged.clear();
+  for (const TaskState& s : states)
+    if (accepted.count(s.task().key())) judged.push_back(&s.task());
+  if (compare(compile({}), base, accepted, judged, /*record_loss=*/true))
+    std::printf("    the tuned build is kept\n");
+  else
+    std::printf("    not a consistent win: every task keeps its default\n");
 }
 
 }  // namespace
