@@ -253,13 +253,14 @@ void check_in_model(const graph::Graph& g, const Target& target,
   // Up to kInModelComparisons comparisons of build `with` (the points `with_points`) against
   // `without`, each printed and kept as an in-model record for each of `judged`; it stops at the
   // first that is not a win. Whether every one was. The records are appended at the end, when
-  // all were wins or `record_loss`. Each comparison has fresh loads of both builds, loaded in
-  // alternating order and kept to the end: where a load's memory lands moves the model's time by
-  // a few percent (load_copies), as much as the effects judged here.
+  // all were wins or `record_loss`. Each comparison has loads of both builds of its own (all
+  // coexisting, loaded in alternating order): where a load's memory lands moves the model's time
+  // by a few percent (load_copies), as much as the effects judged here.
   auto compare = [&](const std::string& without, const std::string& with,
                      const std::map<std::string, ops::Config>& with_points,
                      const std::vector<const autotune::Task*>& judged, bool record_loss) {
-    std::vector<runtime::Model> loads;
+    // Loaded without, with, then with, without, ...: each comparison its own pair.
+    auto [without_loads, with_loads] = load_copies(without, with, kInModelComparisons);
     std::vector<autotune::Record> made;
     auto keep = [&] {
       for (const autotune::Record& r : made) {
@@ -268,12 +269,7 @@ void check_in_model(const graph::Graph& g, const Target& target,
       }
     };
     for (int k = 0; k < kInModelComparisons; ++k) {
-      auto [first, second] = k % 2 ? load_copies(with, without, 1) : load_copies(without, with, 1);
-      loads.push_back(std::move(first[0]));
-      loads.push_back(std::move(second[0]));
-      const runtime::Model& without_model = loads[loads.size() - (k % 2 ? 1 : 2)];
-      const runtime::Model& with_model = loads[loads.size() - (k % 2 ? 2 : 1)];
-      auto [without_s, with_s] = time_pair(without_model, with_model);
+      auto [without_s, with_s] = time_pair(without_loads[k], with_loads[k]);
       bool win = false;
       for (const autotune::Task* task : judged) {
         autotune::Record r{task->to_json(), task->target, with_points.at(task->key()),
