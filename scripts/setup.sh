@@ -10,6 +10,7 @@ packages=(
   llvm-15-dev libdlpack-dev libomp-14-dev
   libopenblas-dev   # the GEMM benchmark's baseline
   libdnnl-dev ocl-icd-opencl-dev  # bench_ops' baseline (its CMake config requires OpenCL)
+  opencl-c-headers pocl-opencl-icd  # the runtime's OpenCL types; PoCL, the CPU device its tests use
   libonnx-dev libprotobuf-dev protobuf-compiler  # the ONNX importer
   libonnx-testdata  # its conformance test (the ONNX backend node tests)
   nlohmann-json3-dev  # the artifact's graph JSON (compiler and runtime)

@@ -27,10 +27,14 @@
 #include <fstream>
 
 #include "anvil/codegen/c/codegen_c.h"
+#include "anvil/codegen/gpu/codegen_gpu.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/graph/flops.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
+#include "anvil/ops/schedule_gpu.h"
+#include "anvil/runtime/device_api.h"
+#include "anvil/runtime/graph_executor.h"
 #include "anvil/runtime/module.h"
 #include "anvil/support/error.h"
 
@@ -152,9 +156,10 @@ std::string param_name(const Graph& g, ValueId v, std::set<std::string>& taken) 
   return name;
 }
 
-// Compiles the C source of `funcs` with the system compiler into a temporary library and returns
-// its bytes (the artifact embeds them; load_c loads them).
-std::string compile_c(const std::vector<ir::LoweredFunc>& funcs) {
+// Runs `write` (which compiles a library to the path it is given) in a temporary directory and
+// returns the library's bytes (the artifact embeds them; Module::load_from_memory loads them).
+template <typename F>
+std::string compile_library(F&& write) {
   namespace fs = std::filesystem;
   static std::atomic<int> counter{0};
   fs::path dir = fs::temp_directory_path() /
@@ -162,7 +167,7 @@ std::string compile_c(const std::vector<ir::LoweredFunc>& funcs) {
   fs::create_directories(dir);
   std::string bytes;
   try {
-    codegen::build_c(funcs, (dir / "kernels.so").string());
+    write((dir / "kernels.so").string());
     std::ifstream f(dir / "kernels.so", std::ios::binary);
     std::ostringstream ss;
     ss << f.rdbuf();
@@ -241,7 +246,8 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
 Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildOptions& options) {
   std::vector<Pass> passes = {{"simplify_inference", simplify_inference},
                               {"fold_constants", fold_constants}};
-  if (options.alter_layout) {
+  // The blocked layouts and packed weights are the CPU kernels'; GPU schedules take ONNX's own.
+  if (options.alter_layout && !target.is_gpu()) {
     passes.push_back(
         {"alter_layout", [&target](const Graph& x) { return alter_layout(x, target); }});
     passes.push_back({"fold_constants", fold_constants});
@@ -285,6 +291,21 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
         k.config = *c;
       }
     }
+    if (target.is_gpu()) {
+      te::Schedule s(f.outputs);
+      try {
+        ops::schedule_gpu_default(s, f.outputs, target);
+        cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
+      } catch (const InternalError&) {
+        throw;
+      } catch (const Error& e) {
+        ANVIL_FAIL("build: kernel ", k.name, " (nodes ", node_list(gr, group.nodes),
+                   ") cannot be compiled for '", target.str(), "': ", e.what());
+      }
+      k.schedule = "default GPU schedule";
+      cg.kernels_.push_back(std::move(k));
+      continue;
+    }
     std::string last_error;
     for (int mode = 0; mode < 3; ++mode) {
       try {
@@ -319,15 +340,33 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     cg.kernels_.push_back(std::move(k));
   }
   cg.funcs_ = funcs;
-  if (target.kind == Target::Kind::kC) {
-    cg.c_library_ = compile_c(funcs);
+  if (target.is_gpu()) {
+    cg.c_library_ = compile_library([&](const std::string& path) {
+      codegen::save_gpu_library(cg.device_funcs_, target, path);
+    });
+  } else if (target.kind == Target::Kind::kC) {
+    cg.c_library_ =
+        compile_library([&](const std::string& path) { codegen::build_c(funcs, path); });
   } else {
     cg.module_ = codegen::LLVMModule::compile(funcs, target);
   }
   cg.target_ = target;
   cg.program_ = make_program(cg);
   runtime::GraphProgram program = cg.program_;
-  if (cg.module_) {
+  if (target.is_gpu()) {
+    // Saving needs no device; running does. Without one, run() says why.
+    DLDeviceType type = target.kind == Target::Kind::kCUDA ? kDLCUDA : kDLOpenCL;
+    if (!runtime::Device::available(type, &cg.no_device_)) return cg;
+    try {
+      auto module = std::make_shared<runtime::Module>(
+          runtime::Module::load_from_memory(cg.c_library_, "the GPU kernels"));
+      for (runtime::GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
+      program.keep_alive = module;
+      runtime::attach_device(program, *module);
+    } catch (const std::runtime_error& e) {
+      ANVIL_FAIL("build: ", e.what());
+    }
+  } else if (cg.module_) {
     for (runtime::GraphProgram::Call& c : program.calls) c.fn = cg.module_->get_function(c.kernel);
     program.keep_alive = cg.module_;
   } else {
@@ -348,6 +387,8 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
 std::vector<runtime::NDArray> CompiledGraph::run(
     const std::vector<runtime::NDArray>& inputs) const {
   check_inputs(graph_, inputs, "run");
+  ANVIL_CHECK(no_device_.empty(), "run: the kernels were compiled for '", target_.str(),
+              "', whose device is not available here: ", no_device_);
   try {
     return model_.run(inputs);
   } catch (const std::runtime_error& e) {
@@ -392,8 +433,19 @@ std::string kernel_names(const std::vector<CompiledGraph::Kernel>& kernels) {
 std::string CompiledGraph::lowered_ir(const std::string& kernel) const {
   for (size_t i = 0; i < kernels_.size(); ++i) {
     if (kernels_[i].name != kernel) continue;
-    const ir::LoweredFunc& f = funcs_.at(i);
     std::ostringstream os;
+    if (target_.is_gpu()) {
+      const ir::DeviceFunc& f = device_funcs_.at(i);
+      os << "// " << f.name << ": " << node_list(graph_, kernels_[i].nodes) << "\n";
+      os << "// schedule: " << kernels_[i].schedule << "\n";
+      for (const ir::DeviceKernel& k : f.kernels) {
+        os << "// " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", " << k.grid[2]
+           << "), block (" << k.block[0] << ", " << k.block[1] << ", " << k.block[2] << ")\n"
+           << k.body << "\n";
+      }
+      return os.str();
+    }
+    const ir::LoweredFunc& f = funcs_.at(i);
     os << "// " << f.name << ": " << node_list(graph_, kernels_[i].nodes) << "\n";
     os << "// schedule: " << kernels_[i].schedule << "\n";
     os << f.name << "(";
@@ -428,6 +480,8 @@ std::string CompiledGraph::assembly() const {
 }
 
 std::string CompiledGraph::c_source() const {
+  if (target_.kind == Target::Kind::kCUDA) return codegen::generate_cuda(device_funcs_);
+  if (target_.kind == Target::Kind::kOpenCL) return codegen::generate_opencl(device_funcs_);
   return codegen::generate_c(funcs_);
 }
 

@@ -76,7 +76,8 @@ class CompiledGraph {
   //   llvm_ir: the optimized LLVM IR of one kernel (with its outlined parallel loops), or of the
   //            whole module for an empty name; assembly: the whole module's. Both throw
   //            anvil::Error for target c, which has no LLVM module;
-  //   c_source: the C source codegen::generate_c makes of every kernel (any target).
+  //   c_source: the C source codegen::generate_c makes of every kernel (CPU targets), or the
+  //             device program's CUDA or OpenCL source (GPU targets).
   std::string lowered_ir(const std::string& kernel) const;
   std::string llvm_ir(const std::string& kernel = "") const;
   std::string assembly() const;
@@ -108,7 +109,9 @@ class CompiledGraph {
   std::vector<Kernel> kernels_;
   std::vector<ir::LoweredFunc> funcs_;           // one per kernel, in the same order
   std::shared_ptr<codegen::LLVMModule> module_;  // target llvm
-  std::string c_library_;                        // target c: the compiled library's bytes
+  std::string c_library_;  // targets c, cuda, opencl: the compiled library's bytes
+  std::vector<ir::DeviceFunc> device_funcs_;  // GPU targets: one per kernel, in the same order
+  std::string no_device_;  // GPU targets: why the kernels cannot run here (empty: they can)
   static runtime::GraphProgram make_program(const CompiledGraph& cg);
 
   runtime::GraphProgram program_;  // kernels as run in process; save() writes it

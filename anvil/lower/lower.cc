@@ -9,6 +9,7 @@
 #include "anvil/transform/flatten_storage.h"
 #include "anvil/transform/partition_loops.h"
 #include "anvil/transform/remove_no_op.h"
+#include "anvil/transform/split_host_device.h"
 #include "anvil/transform/storage_rewrite.h"
 #include "anvil/transform/unroll_loops.h"
 #include "anvil/transform/vectorize_loops.h"
@@ -93,6 +94,26 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   step("no_op",     [&] { s = transform::remove_no_op(s); });
   // clang-format on
   f.body = s;
+  return f;
+}
+
+ir::DeviceFunc lower_gpu(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
+                         const std::string& name, const Target& target,
+                         const LowerOptions& options) {
+  ANVIL_CHECK(target.is_gpu(), "lower_gpu '", name, "': target '", target.str(),
+              "' is not a GPU target");
+  ANVIL_CHECK(options.stop_after.empty(), "lower_gpu '", name, "': stop_after applies to lower()");
+  ir::DeviceFunc f = transform::split_host_device(lower(schedule, args, name, options), target);
+  for (const std::string& p : options.print_after) {
+    if (p != "split" && p != "all") continue;
+    std::ostream& out = options.dump_to ? *options.dump_to : std::cerr;
+    for (const ir::DeviceKernel& k : f.kernels) {
+      out << "// after split: " << k.name << " grid (" << k.grid[0] << ", " << k.grid[1] << ", "
+          << k.grid[2] << ") block (" << k.block[0] << ", " << k.block[1] << ", " << k.block[2]
+          << ")\n"
+          << k.body << "\n";
+    }
+  }
   return f;
 }
 

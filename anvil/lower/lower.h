@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "anvil/ir/function.h"
+#include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 
 namespace anvil {
@@ -28,5 +29,12 @@ struct LowerOptions {
 // pass.
 ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
                       const std::string& name, const LowerOptions& options = {});
+
+// For a GPU target: lower(), then the function split into its host part and its kernels, each
+// kernel's threads synchronized on shared memory (transform/split_host_device.h; its errors name
+// what cannot run on the GPU). Prints "split" after the split with print_after.
+ir::DeviceFunc lower_gpu(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
+                         const std::string& name, const Target& target,
+                         const LowerOptions& options = {});
 
 }  // namespace anvil

@@ -53,6 +53,29 @@ ANVIL_DLL void AnvilSetNumThreads(int32_t n);
 ANVIL_DLL void* AnvilWorkspaceAlloc(uint64_t nbytes);
 ANVIL_DLL void AnvilWorkspaceFree(void* ptr);
 
+/* ---- GPU targets. The host entry of a GPU kernel checks its arguments (AnvilCheckDeviceTensor),
+ * then launches device kernels through `ctx`, an anvil::runtime::DeviceContext* (device_api.h). */
+
+/* A launch's shape: grid and block extents (x, y, z) and dynamic shared memory in bytes (0 on
+ * OpenCL, whose kernels declare their __local arrays statically). A grid with a zero extent
+ * launches nothing; every block extent must be at least 1. */
+typedef struct {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+} AnvilLaunchDims;
+
+/* Enqueues kernel `name` of ctx's device program with args[i] (device arrays on ctx's device) as
+ * its parameters. Returns 0, or -1 after AnvilSetLastError (a NULL ctx, an argument on another
+ * device, an unknown kernel, a driver error). A kernel's own faults surface later, at the next
+ * copy or synchronize. */
+ANVIL_DLL int32_t AnvilDeviceLaunch(void* ctx, const char* name, const AnvilLaunchDims* dims,
+                                    int32_t nargs, const DLTensor* const* args);
+/* Device memory for a GPU kernel's temporaries: `data` handle of ctx's device (NULL after
+ * AnvilSetLastError when out of memory or ctx is NULL). Freed after the kernels using it. */
+ANVIL_DLL void* AnvilDeviceWorkspaceAlloc(void* ctx, uint64_t nbytes);
+ANVIL_DLL void AnvilDeviceWorkspaceFree(void* ctx, void* data);
+
 /* Argument checks, called by every generated kernel entry before it touches memory. Each returns
  * 0, or -1 after AnvilSetLastError with a message that names the kernel, the argument (index and
  * name), what was expected and what was found, e.g.
@@ -68,6 +91,14 @@ ANVIL_DLL int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t 
 ANVIL_DLL int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
                                    const char* name, int32_t ndim, const int64_t* expected_shape,
                                    uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);
+/* As AnvilCheckTensor for a tensor on a device of type `device_type` (kDLCUDA, kDLOpenCL; any
+ * device id): `data` is the device's handle, not an address, so it must be non-NULL and only
+ * byte_offset must be a multiple of ANVIL_ALIGNMENT. */
+ANVIL_DLL int32_t AnvilCheckDeviceTensor(const char* kernel, const DLTensor* const* args,
+                                         int32_t index, const char* name, int32_t ndim,
+                                         const int64_t* expected_shape, uint8_t dtype_code,
+                                         uint8_t dtype_bits, uint16_t dtype_lanes,
+                                         int32_t device_type);
 /* A symbolic dimension seen again must agree with its first binding (`var` names it). */
 ANVIL_DLL int32_t AnvilCheckDim(const char* kernel, int32_t index, const char* name, int32_t dim,
                                 const char* var, int64_t got, int64_t expected);

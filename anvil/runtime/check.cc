@@ -2,6 +2,7 @@
 // built on failure.
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,27 +36,28 @@ std::string hex(uintptr_t value) {
   return buffer;
 }
 
-}  // namespace
-
-extern "C" {
-
-int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t expected) {
-  if (nargs == expected) return 0;
-  std::string message = std::string(or_unnamed(kernel)) + ": expected " + std::to_string(expected) +
-                        (expected == 1 ? " argument" : " arguments") + ", got " +
-                        std::to_string(nargs);
-  AnvilSetLastError(message.c_str());
-  return -1;
+// "cpu", "opencl": a device type as to_string(DLDevice) names it, without the id.
+std::string device_name(int32_t device_type) {
+  DLDevice device{kDLCPU, 0};
+  static_assert(sizeof device.device_type == sizeof device_type);
+  std::memcpy(&device.device_type, &device_type, sizeof device_type);
+  std::string name = to_string(device);
+  return name.substr(0, name.rfind(':'));
 }
 
-int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
-                         const char* name, int32_t ndim, const int64_t* expected_shape,
-                         uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes) {
+// AnvilCheckTensor and AnvilCheckDeviceTensor: the same checks, in the same order, for a tensor on
+// `device_type`. A device tensor's `data` is a handle (a CUdeviceptr, a cl_mem), not an address,
+// so only its byte_offset can be checked for alignment.
+int32_t check_tensor(const char* kernel, const DLTensor* const* args, int32_t index,
+                     const char* name, int32_t ndim, const int64_t* expected_shape,
+                     uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes,
+                     int32_t device_type) {
   if (args == nullptr) return fail(kernel, index, name, "expected an argument array, got NULL");
   const DLTensor* t = args[index];
   if (t == nullptr) return fail(kernel, index, name, "expected a tensor, got NULL");
-  if (anvil::runtime::device_type_code(t->device) != kDLCPU)
-    return fail(kernel, index, name, "expected device cpu, got " + to_string(t->device));
+  if (anvil::runtime::device_type_code(t->device) != device_type)
+    return fail(kernel, index, name,
+                "expected device " + device_name(device_type) + ", got " + to_string(t->device));
   if (t->ndim != ndim)
     return fail(kernel, index, name,
                 "expected " + std::to_string(ndim) + " dimensions, got " + std::to_string(t->ndim));
@@ -91,6 +93,13 @@ int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_
     }
   }
   if (t->data == nullptr) return fail(kernel, index, name, "expected a data pointer, got NULL");
+  if (device_type != kDLCPU) {
+    if (t->byte_offset % ANVIL_ALIGNMENT != 0)
+      return fail(kernel, index, name,
+                  "byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of " +
+                      std::to_string(ANVIL_ALIGNMENT));
+    return 0;
+  }
   // Integer arithmetic: the address is never formed as a pointer, so nothing here is UB.
   uintptr_t address = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   if (address % ANVIL_ALIGNMENT != 0)
@@ -99,6 +108,34 @@ int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_
                     hex(reinterpret_cast<uintptr_t>(t->data)) + ", byte_offset " +
                     std::to_string(t->byte_offset) + ")");
   return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t expected) {
+  if (nargs == expected) return 0;
+  std::string message = std::string(or_unnamed(kernel)) + ": expected " + std::to_string(expected) +
+                        (expected == 1 ? " argument" : " arguments") + ", got " +
+                        std::to_string(nargs);
+  AnvilSetLastError(message.c_str());
+  return -1;
+}
+
+int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
+                         const char* name, int32_t ndim, const int64_t* expected_shape,
+                         uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes) {
+  return check_tensor(kernel, args, index, name, ndim, expected_shape, dtype_code, dtype_bits,
+                      dtype_lanes, kDLCPU);
+}
+
+int32_t AnvilCheckDeviceTensor(const char* kernel, const DLTensor* const* args, int32_t index,
+                               const char* name, int32_t ndim, const int64_t* expected_shape,
+                               uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes,
+                               int32_t device_type) {
+  return check_tensor(kernel, args, index, name, ndim, expected_shape, dtype_code, dtype_bits,
+                      dtype_lanes, device_type);
 }
 
 int32_t AnvilCheckDim(const char* kernel, int32_t index, const char* name, int32_t dim,

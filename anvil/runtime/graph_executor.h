@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
+#include "anvil/runtime/module.h"
 #include "anvil/runtime/ndarray.h"
 
 namespace anvil::runtime {
@@ -45,6 +47,11 @@ struct GraphProgram {
   std::vector<NDArray> params;  // by Slot::offset of kParam slots
   std::vector<std::string> param_names;
   std::shared_ptr<void> keep_alive;  // what owns the kernels' code
+  // GPU programs (attach_device): the device, the kernels' context (their module's
+  // DeviceContext) and the parameters in device memory, uploaded once.
+  Device* device = nullptr;
+  void* context = nullptr;
+  std::shared_ptr<const std::vector<DeviceBuffer>> device_params;
 
   // Checks every index and size (slots in range, arena slots inside the arena, parameters of the
   // slot's shape and dtype, every call's kernel present); throws ArtifactError naming `origin`.
@@ -63,7 +70,13 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
 GraphProgram program_from_json(std::string_view json, const std::string& origin,
                                ParamsFile* params_file);
 
+// For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device
+// and p.context and uploads the parameters. Throws std::runtime_error naming the device's error.
+void attach_device(GraphProgram& p, const Module& module);
+
 // Runs `p` on `inputs` (one per p.inputs, already checked against the slots); returns the outputs.
+// A GPU program copies its inputs to the device, keeps its intermediates there (the arena is one
+// device allocation) and copies its outputs back.
 // Throws std::runtime_error naming the kernel and its nodes when a kernel fails. With
 // `call_seconds`, each call's wall time is written to it (one entry per p.calls); without it,
 // nothing is timed.

@@ -93,6 +93,7 @@ Model Model::load(const std::string& path) {
     throw ArtifactError(e.what());
   }
   program.keep_alive = module;
+  attach_device(program, *module);
   Model m;
   m.state_ = make_state(std::move(program), path);
   return m;

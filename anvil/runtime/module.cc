@@ -9,13 +9,19 @@
 
 #include <stdexcept>
 
+#include "anvil/runtime/device_api.h"
+
 namespace anvil::runtime {
 
 struct Module::State {
   std::string path;
   void* handle = nullptr;
   int fd = -1;  // load_from_memory's file: open while loaded, so its name is never reused
+  int32_t device_type = kDLCPU;
+  std::unique_ptr<DeviceModule> device_module;  // the library's device program, if any
+  DeviceContext context;                        // what its kernels get as ctx
   ~State() {
+    device_module.reset();  // the program first, then the library that carried it
     if (handle) dlclose(handle);
     if (fd >= 0) ::close(fd);
   }
@@ -73,6 +79,36 @@ Module Module::open(std::shared_ptr<State> state, const std::string& file) {
     throw std::runtime_error("'" + path + "' is an Anvil module of version " + std::to_string(v) +
                              ", expected " + std::to_string(kModuleVersion) +
                              " (rebuild it with this Anvil)");
+
+  // A GPU library's device program (module.h), loaded now so that a missing device or a program
+  // the driver rejects is an error of the load, naming the library.
+  const void* device_type = dlsym(state->handle, "anvil_device_type");
+  if (device_type != nullptr) {
+    const void* code = dlsym(state->handle, "anvil_device_code");
+    const void* size = dlsym(state->handle, "anvil_device_code_size");
+    if (code == nullptr || size == nullptr)
+      throw std::runtime_error("cannot load Anvil module '" + path +
+                               "': it defines anvil_device_type but not anvil_device_code and "
+                               "anvil_device_code_size");
+    int32_t type = *static_cast<const int32_t*>(device_type);
+    if (type != kDLCUDA && type != kDLOpenCL)
+      throw std::runtime_error("cannot load Anvil module '" + path +
+                               "': its device program is for device type " + std::to_string(type) +
+                               ", expected cuda (" + std::to_string(kDLCUDA) + ") or opencl (" +
+                               std::to_string(kDLOpenCL) + ")");
+    try {
+      Device& device = Device::get(static_cast<DLDeviceType>(type));
+      std::string_view program(static_cast<const char*>(code), *static_cast<const uint64_t*>(size));
+      state->device_module = device.load_module(program);
+      state->context = DeviceContext{&device, state->device_module.get()};
+      state->device_type = type;
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("cannot load Anvil module '" + path + "': its " +
+                               (type == kDLCUDA ? "cuda" : "opencl") +
+                               " device program: " + e.what());
+    }
+  }
+
   Module module;
   module.state_ = std::move(state);
   return module;
@@ -96,6 +132,16 @@ AnvilKernel Module::get_function(const std::string& name) const {
 const std::string& Module::path() const {
   if (!state_) throw std::logic_error("Module::path: no module is loaded");
   return state_->path;
+}
+
+void* Module::context() const {
+  if (!state_) throw std::logic_error("Module::context: no module is loaded");
+  return state_->device_module ? &state_->context : nullptr;
+}
+
+int32_t Module::device_type() const {
+  if (!state_) throw std::logic_error("Module::device_type: no module is loaded");
+  return state_->device_type;
 }
 
 }  // namespace anvil::runtime

@@ -1,5 +1,6 @@
 #include "anvil/target/target.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -43,16 +44,48 @@ Target Target::parse(std::string_view text) {
     t.kind = Kind::kLLVM;
   } else if (word == "c") {
     t.kind = Kind::kC;
+  } else if (word == "cuda") {
+    t.kind = Kind::kCUDA;
+    t.arch = "sm_90";
+    t.max_threads_per_block = 1024;
+    t.max_shared_memory = 48 * 1024;
+  } else if (word == "opencl") {
+    t.kind = Kind::kOpenCL;
+    t.max_threads_per_block = 256;
+    t.max_shared_memory = 32 * 1024;
   } else {
-    ANVIL_FAIL("target '", text, "': unknown kind '", word, "' (expected llvm or c)");
+    ANVIL_FAIL("target '", text, "': unknown kind '", word, "' (expected llvm, c, cuda or opencl)");
   }
+  auto positive = [&](const std::string& key, const std::string& value) {
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    ANVIL_CHECK(ec == std::errc() && ptr == value.data() + value.size() && n > 0, "target '", text,
+                "': ", key, " must be a positive integer, not '", value, "'");
+    return n;
+  };
   while (in >> word) {
     size_t eq = word.find('=');
     std::string key = word.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
     ANVIL_CHECK(eq != std::string::npos && !value.empty(), "target '", text, "': option '", word,
                 "' needs a value (-key=value)");
-    if (key == "-mcpu") {
+    if (t.is_gpu()) {
+      if (key == "-arch" && t.kind == Kind::kCUDA) {
+        ANVIL_CHECK(value.size() > 3 && value.rfind("sm_", 0) == 0 &&
+                        std::all_of(value.begin() + 3, value.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; }),
+                    "target '", text, "': -arch must be sm_<digits> (sm_90), not '", value, "'");
+        t.arch = value;
+      } else if (key == "-max-threads") {
+        t.max_threads_per_block = positive(key, value);
+      } else if (key == "-max-shared-memory") {
+        t.max_shared_memory = positive(key, value);
+      } else {
+        ANVIL_FAIL("target '", text, "': unknown option '", key,
+                   "' (known: ", t.kind == Kind::kCUDA ? "-arch, " : "",
+                   "-max-threads, -max-shared-memory)");
+      }
+    } else if (key == "-mcpu") {
       t.mcpu = value;
     } else if (key == "-mtriple") {
       t.triple = value;
@@ -77,7 +110,8 @@ Target Target::parse(std::string_view text) {
                  "' (known: -mcpu, -mtriple, -mattr, -threads, -vector-bits)");
     }
   }
-  if (t.vector_bits == 0 && t.triple.empty() && (t.mcpu.empty() || t.mcpu == "native")) {
+  if (!t.is_gpu() && t.vector_bits == 0 && t.triple.empty() &&
+      (t.mcpu.empty() || t.mcpu == "native")) {
     t.vector_bits = host_vector_bits();
   }
   return t;
@@ -89,6 +123,12 @@ Target Target::host() {
 
 std::string Target::str() const {
   std::ostringstream os;
+  if (is_gpu()) {
+    os << (kind == Kind::kCUDA ? "cuda" : "opencl");
+    if (!arch.empty()) os << " -arch=" << arch;
+    os << " -max-threads=" << max_threads_per_block << " -max-shared-memory=" << max_shared_memory;
+    return os.str();
+  }
   os << (kind == Kind::kC ? "c" : "llvm");
   if (!triple.empty()) os << " -mtriple=" << triple;
   if (!mcpu.empty()) os << " -mcpu=" << mcpu;

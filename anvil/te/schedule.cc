@@ -228,6 +228,25 @@ void Stage::parallel(const IterVar& axis) {
   annotate(axis, ForKind::kParallel, "parallel");
 }
 
+void Stage::bind(const IterVar& axis, const std::string& thread_tag) {
+  static const char* const kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                      "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  ANVIL_CHECK(std::find(std::begin(kTags), std::end(kTags), thread_tag) != std::end(kTags),
+              "bind: '", thread_tag, "' on stage '", name(),
+              "' is not a GPU thread index (blockIdx.x/y/z, threadIdx.x/y/z)");
+  ANVIL_CHECK(axis.defined() && axis->kind != IterKind::kReduce, "bind: axis '",
+              axis.defined() ? axis->var.name() : "?", "' of stage '", name(),
+              "' is a reduction axis; threads reducing into one element would race (rfactor the "
+              "reduction first)");
+  for (const auto& [iv, attr] : state().attrs) {
+    ANVIL_CHECK(iv == axis.get() || attr.thread_tag != thread_tag, "bind: stage '", name(),
+                "' binds two loops to ", thread_tag, " ('", iv->var.name(), "' and '",
+                axis->var.name(), "')");
+  }
+  annotate(axis, ForKind::kThreadBinding, "bind");
+  state().attrs[axis.get()].thread_tag = thread_tag;
+}
+
 void Stage::pragma(const IterVar& axis, const std::string& key, Expr value) {
   leaf_position(axis, "pragma");
   ANVIL_CHECK(!key.empty(), "pragma on stage '", name(), "': empty key");

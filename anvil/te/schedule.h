@@ -31,6 +31,7 @@ enum class AttachKind { kRoot, kInline, kScope };
 
 struct IterVarAttr {
   ir::ForKind kind = ir::ForKind::kSerial;
+  std::string thread_tag;  // kThreadBinding: "blockIdx.x", "threadIdx.y", ...
   std::vector<std::pair<std::string, Expr>> pragmas;
 };
 
@@ -89,6 +90,11 @@ class Stage {
   void vectorize(const IterVar& axis);
   void unroll(const IterVar& axis);
   void parallel(const IterVar& axis);
+  // Runs the loop over `axis` on GPU threads: "blockIdx.x/y/z" (one block per iteration) or
+  // "threadIdx.x/y/z" (one thread of the block per iteration). Loops of different stages bound
+  // to the same index share it, which is how a stage computed at a block's loop is fetched
+  // cooperatively by the block's threads.
+  void bind(const IterVar& axis, const std::string& thread_tag);
   void pragma(const IterVar& axis, const std::string& key, Expr value = Expr(1));
   // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.
   void storage_align(const IterVar& axis, int64_t factor, int64_t offset);

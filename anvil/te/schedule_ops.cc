@@ -241,6 +241,19 @@ class LoopBuilder {
     const StageState& consumer = stages_[static_cast<size_t>(p)];
     const LoopInfo& info = info_[static_cast<size_t>(p)];
     RelaxMap relax;
+    // Shared memory serves the whole block: its region covers every thread's, so the loops bound
+    // to threadIdx relax wherever they are (the consumer's own, or those of the stages it is
+    // computed inside).
+    if (st.scope == MemoryScope::kShared) {
+      for (size_t j = 0; j < stages_.size(); ++j) {
+        for (const auto& [iv, attr] : stages_[j].attrs) {
+          auto e = info_[j].extent.find(iv);
+          if (attr.thread_tag.rfind("threadIdx", 0) != 0 || e == info_[j].extent.end()) continue;
+          relax[iv->var.get()] =
+              Interval{make_zero(iv->var.type()), arith::simplify(e->second - 1)};
+        }
+      }
+    }
     bool inside = false;
     for (const IterVar& l : consumer.leaf) {
       if (inside) {
@@ -468,13 +481,15 @@ class LoopBuilder {
         }
       }
       ForKind kind = ForKind::kSerial;
+      std::string thread_tag;
       std::vector<std::pair<std::string, Expr>> pragmas;
       if (auto a = st.attrs.find(l.get()); a != st.attrs.end()) {
         kind = a->second.kind;
+        thread_tag = a->second.thread_tag;
         pragmas = a->second.pragmas;
       }
       Expr extent = info.extent.at(l.get());
-      body = For::make(l->var, make_zero(l->var.type()), extent, kind, body);
+      body = For::make(l->var, make_zero(l->var.type()), extent, kind, body, thread_tag);
       for (const auto& [key, value] : pragmas)
         body = AttrStmt::make("pragma_" + key, l->var, value, body);
     }

@@ -19,25 +19,6 @@ namespace {
 using namespace pt;
 using ops::Attrs;
 
-// Max |got - want| <= tol * max |want| per output (and the same shapes).
-void expect_close(const std::vector<runtime::NDArray>& got,
-                  const std::vector<runtime::NDArray>& want, const std::string& what,
-                  double tol = 1e-4) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t o = 0; o < want.size(); ++o) {
-    ASSERT_EQ(got[o].shape(), want[o].shape()) << what << " output " << o;
-    ASSERT_EQ(got[o].numel(), want[o].numel());
-    double max_want = 0, max_err = 0;
-    for (int64_t i = 0; i < want[o].numel(); ++i) {
-      double w = want[o].data_as<float>()[i], g = got[o].data_as<float>()[i];
-      max_want = std::max(max_want, std::abs(w));
-      max_err = std::max(max_err, std::isnan(g) ? INFINITY : std::abs(g - w));
-    }
-    EXPECT_LE(max_err, tol * max_want)
-        << what << " output " << o << " (max |want| " << max_want << ")";
-  }
-}
-
 // Builds g with fusion on and off (and, when `both_layouts`, with alter_layout off as well as on),
 // checks each against the interpreter and returns the kernel counts {fused, unfused} (with
 // alter_layout on).

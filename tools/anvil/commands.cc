@@ -389,9 +389,10 @@ void inspect_command(const InspectOptions& o) {
   if (!o.kernel.empty() && !per_kernel)
     usage_error("--kernel " + o.kernel + ": --stage " + stage +
                 " shows the whole model (--kernel applies to --stage lowered, llvm and asm)");
-  if ((stage == "llvm" || stage == "asm") && target.kind == Target::Kind::kC)
-    usage_error("--stage " + stage + ": target '" + target.str() +
-                "' compiles C, not LLVM IR (--stage c prints its source)");
+  if ((stage == "llvm" || stage == "asm") && target.kind != Target::Kind::kLLVM)
+    usage_error("--stage " + stage + ": target '" + target.str() + "' compiles " +
+                (target.is_gpu() ? "CUDA or OpenCL" : "C") +
+                ", not LLVM IR (--stage c prints its source)");
 
   graph::Graph g = load_model(o.model, o.input_shapes);
   if (stage == "graph") {

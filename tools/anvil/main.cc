@@ -11,7 +11,8 @@
 //      --input not NAME=FILE, a --target that anvil::Target::parse refuses, a --print-after that
 //      names no pass), an unknown zoo model name, an output path whose directory does not exist;
 //      for `inspect`, a --stage it does not know, a --kernel the model does not have (the message
-//      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for target c.
+//      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for a target
+//      other than llvm.
 //   2  bad input or model: a missing, malformed or truncated ONNX file, a --tuning-records file
 //      that is missing, unreadable or has a line (but a cut-off last one) that is not a record,
 //      an op the importer does not map or a symbolic dimension left unbound (every anvil::Error
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
   c->add_option("MODEL", compile.model, "An ONNX file, or zoo:NAME for a built-in model")
       ->required();
   c->add_option("--target", compile.target,
-                "What to compile for: 'llvm' (this CPU), 'llvm -mcpu=znver3', 'c'")
+                "What to compile for: 'llvm' (this CPU), 'llvm -mcpu=znver3', 'c', "
+                "'cuda -arch=sm_90' (NVIDIA GPUs, needs NVRTC), 'opencl'")
       ->capture_default_str()
       ->type_name("TARGET");
   c->add_option("--input-shape", compile.input_shapes,
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   c->footer(
       "Examples:\n"
       "  anvil compile zoo:resnet18 -o resnet18.so\n"
+      "  anvil compile zoo:resnet18 --target cuda -o resnet18_cuda.so\n"
       "  anvil compile model.onnx --input-shape data=1x3x224x224 --target 'llvm -mcpu=znver3' "
       "-o model.so");
 
@@ -305,6 +308,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  anvil compile zoo:resnet18 -o resnet18.so\n"
+      "  anvil compile zoo:resnet18 --target cuda -o resnet18_cuda.so\n"
       "  anvil run resnet18.so --fill-mode random --repeat 20\n"
       "  anvil inspect zoo:dqn --stage fused\n"
       "  anvil bench resnet18 --baselines onnxruntime\n"

@@ -86,7 +86,12 @@ class NameTable {
 
 // ---- the module being generated
 
+// The language emitted: C for the CPU, or a GPU kernel language (c_gpu.cc), whose kernels are
+// the same C statements and expressions in a kernel function.
+enum class Dialect { kC, kCUDA, kOpenCL };
+
 struct ModuleContext {
+  Dialect dialect = Dialect::kC;
   std::map<std::string, std::string> helpers;  // name -> definition, printed in name order
   std::set<std::string> runtime;               // runtime functions called (declared up front)
   std::set<std::string> globals;               // kernel and outlined function names
@@ -99,6 +104,14 @@ class FunctionEmitter : public ir::IRVisitor {
  public:
   FunctionEmitter(ModuleContext& module, const ir::LoweredFunc& func);
   void emit();  // appends the definitions to module.functions
+
+  // ---- GPU targets (c_gpu.cc)
+  // A device kernel in module.dialect (CUDA or OpenCL); `func_` holds its name, parameters and
+  // body.
+  void emit_device_kernel(const ir::DeviceKernel& kernel);
+  // The host entry of a GPU function (C): argument checks for device tensors of `device_type`,
+  // device memory for the temporaries, the launches in order.
+  void emit_host_launcher(const ir::DeviceFunc& f, int device_type);
 
   using ir::IRVisitor::visit;
 
@@ -168,10 +181,14 @@ class FunctionEmitter : public ir::IRVisitor {
   void emit_loop(const ir::For* op);
   void emit_parallel(const ir::For* op);
   void emit_vector_store(const ir::Store* op, const BufferInfo& info);
+  // An allocation inside a GPU kernel: shared ones were declared at its top (OpenCL allows
+  // local memory only at kernel scope), others are per-thread arrays.
+  void visit_device_allocate(const ir::Allocate* op);
   bool store_needs_copy(const ir::Store* op) const;
 
   // ---- entry (codegen_c.cc)
   void emit_entry_checks();
+  int device_type_ = 0;  // non-zero: the arguments are tensors on this DLPack device type
 
   ModuleContext& module_;
   const ir::LoweredFunc& func_;
@@ -182,7 +199,22 @@ class FunctionEmitter : public ir::IRVisitor {
   int indent_ = 0;
   std::vector<std::string> prelude_;
   std::vector<std::string> workspaces_;  // live AnvilWorkspaceAlloc pointers, innermost last
+  std::unordered_map<const ir::Variable*, std::string> shared_names_;  // a kernel's shared arrays
 };
+
+// ---- the module around the functions (codegen_c.cc)
+
+// Checks that the names can be C functions, distinct from each other, and reserves them.
+void declare_kernel_names(ModuleContext& module, const std::vector<std::string>& names);
+// `preamble`, the runtime declarations the functions use, `globals`, the helpers, the functions.
+std::string assemble_module(const ModuleContext& module, const std::string& preamble,
+                            const std::string& globals = "");
+// A C library's preamble (includes, the export macro) and its anvil_module_version.
+std::string c_preamble(const std::vector<std::string>& kernels);
+std::string c_module_version();
+
+// Prefix of a helper function's definition in `dialect` ("static inline ..." for C).
+std::string helper_prefix(Dialect dialect);
 
 // The kernel's error context: "C code generation of kernel 'f': ".
 std::string kernel_context(const std::string& kernel);
@@ -196,6 +228,8 @@ template <typename... Args>
 // stores), ordered by creation.
 std::vector<const ir::Variable*> free_variables(const ir::Stmt& s);
 std::vector<const ir::Variable*> free_variables(const ir::Expr& e);
+// The data variables of the buffers `s` stores to.
+std::unordered_set<const ir::Variable*> stored_buffers(const ir::Stmt& s);
 // True when `e` loads from memory.
 bool has_load(const ir::Expr& e);
 

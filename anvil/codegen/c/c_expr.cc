@@ -19,10 +19,10 @@ namespace {
 // Helper functions whose C operators have other semantics (or none): floor division and
 // modulus of signed integers, and min/max (for floats, NaN propagates, as in the IR; fminf
 // would return the other operand).
-std::string helper_definition(const std::string& kind, DataType t, const std::string& name) {
+std::string helper_definition(Dialect dialect, const std::string& kind, DataType t,
+                              const std::string& name) {
   std::string ty = c_type(t, "helper");
-  std::string s = "static inline __attribute__((const)) " + ty + " " + name + "(" + ty + " a, " +
-                  ty + " b) {\n";
+  std::string s = helper_prefix(dialect) + ty + " " + name + "(" + ty + " a, " + ty + " b) {\n";
   if (kind == "floordiv") {
     s += "  " + ty + " q = a / b;\n";
     s += "  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n";
@@ -239,7 +239,8 @@ CExpr FunctionEmitter::helper_call(const std::string& kind, const Expr& a, const
                                    const CExpr* lane) {
   DataType t = a.type().element_of();
   std::string name = "anvil_" + kind + "_" + type_suffix(t);
-  if (!module_.helpers.count(name)) module_.helpers[name] = helper_definition(kind, t, name);
+  if (!module_.helpers.count(name))
+    module_.helpers[name] = helper_definition(module_.dialect, kind, t, name);
   CExpr x = expr(a, lane), y = expr(b, lane);
   return {name + "(" + x.text + ", " + y.text + ")", kPostfix};
 }
@@ -336,7 +337,9 @@ CExpr FunctionEmitter::let(const Let* op, const CExpr* lane) {
 
 CExpr FunctionEmitter::call(const Call* op, const CExpr* lane) {
   DataType t = op->type;
-  std::string suffix = t.bits() == 32 ? "f" : "";
+  // OpenCL C's math functions are overloaded by type; C and CUDA name the float ones with an f.
+  bool opencl = module_.dialect == Dialect::kOpenCL;
+  std::string suffix = t.bits() == 32 && !opencl ? "f" : "";
   std::vector<CExpr> args;
   for (const Expr& a : op->args) args.push_back(expr(a, lane));
   auto fn = [&](const char* name) {
@@ -352,7 +355,8 @@ CExpr FunctionEmitter::call(const Call* op, const CExpr* lane) {
       return {one + " / (" + one + " + exp" + suffix + "(-" + paren(args[0], kPostfix) + "))",
               kMultiplicative};
     case Intrinsic::kRound:
-      return fn("nearbyint");  // halves to even, as ONNX Round and the LLVM backend
+      // Halves to even, as ONNX Round and the LLVM backend (OpenCL's rint rounds so too).
+      return fn(opencl ? "rint" : "nearbyint");
     default:
       return fn(intrinsic_name(op->op));
   }

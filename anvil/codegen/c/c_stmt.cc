@@ -65,6 +65,17 @@ class FreeVariables : public IRVisitor {
   std::unordered_map<const Variable*, int> bound_;
 };
 
+// The data variables of the buffers stored to.
+class StoredBuffers : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+  std::unordered_set<const Variable*> stored;
+  void visit(const Store* op) override {
+    stored.insert(op->buffer->data.get());
+    IRVisitor::visit(op);
+  }
+};
+
 template <typename T>
 std::vector<const Variable*> free_of(const T& node) {
   FreeVariables fv;
@@ -138,6 +149,12 @@ std::string loop_head(int lanes) {
 }
 
 }  // namespace
+
+std::unordered_set<const Variable*> stored_buffers(const Stmt& s) {
+  StoredBuffers v;
+  v.visit(s);
+  return v.stored;
+}
 
 std::vector<const Variable*> free_variables(const Stmt& s) {
   return free_of(s);
@@ -340,6 +357,7 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
 }
 
 void FunctionEmitter::visit(const Allocate* op) {
+  if (module_.dialect != Dialect::kC) return visit_device_allocate(op);
   const Buffer& b = op->buffer;
   std::string what = "allocation '" + b->name + "'";
   std::string ty = c_storage_type(b->dtype, kernel_context(func_.name) + what);
@@ -398,6 +416,8 @@ void FunctionEmitter::visit(const For* op) {
       fail("loop '", op->var->name, "' is bound to GPU thread '", op->thread_tag,
            "', which cannot run on the CPU");
     case ForKind::kParallel:
+      if (module_.dialect != Dialect::kC)
+        fail("loop '", op->var->name, "' is a CPU parallel loop inside a GPU kernel");
       return emit_parallel(op);
     default:
       return emit_loop(op);
@@ -420,8 +440,10 @@ void FunctionEmitter::emit_loop(const For* op) {
   }
   flush_prelude();
   std::optional<int64_t> trip = as_const_int(op->extent);
-  if (op->kind == ForKind::kUnrolled && trip && *trip > 1)
-    line("#pragma GCC unroll " + std::to_string(std::min<int64_t>(*trip, 65534)));
+  if (op->kind == ForKind::kUnrolled && trip && *trip > 1) {
+    line(std::string(module_.dialect == Dialect::kC ? "#pragma GCC unroll " : "#pragma unroll ") +
+         std::to_string(std::min<int64_t>(*trip, 65534)));
+  }
   SavedName saved = bind(op->var.get(), name);
   open("for (" + ty + " " + name + " = " + min.text + "; " + name + " < " +
        paren(end, kRelational + 1) + "; ++" + name + ")");
@@ -564,6 +586,14 @@ void FunctionEmitter::visit(const Evaluate* op) {
 }
 
 void FunctionEmitter::visit(const Barrier*) {
+  switch (module_.dialect) {
+    case Dialect::kCUDA:
+      return line("__syncthreads();");
+    case Dialect::kOpenCL:
+      return line("barrier(CLK_LOCAL_MEM_FENCE);");
+    case Dialect::kC:
+      break;
+  }
   fail("Barrier is a GPU thread synchronization, which cannot run on the CPU");
 }
 

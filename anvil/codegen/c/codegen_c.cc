@@ -33,6 +33,19 @@ const std::pair<const char*, const char*> kRuntimeDeclarations[] = {
      "int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,\n"
      "                         const char* name, int32_t ndim, const int64_t* expected_shape,\n"
      "                         uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);"},
+    {"AnvilCheckDeviceTensor",
+     "int32_t AnvilCheckDeviceTensor(const char* kernel, const DLTensor* const* args,\n"
+     "                               int32_t index, const char* name, int32_t ndim,\n"
+     "                               const int64_t* expected_shape, uint8_t dtype_code,\n"
+     "                               uint8_t dtype_bits, uint16_t dtype_lanes,\n"
+     "                               int32_t device_type);"},
+    {"AnvilDeviceLaunch",
+     "typedef struct {\n  uint32_t grid[3];\n  uint32_t block[3];\n  uint32_t shared_bytes;\n"
+     "} AnvilLaunchDims;\n"
+     "int32_t AnvilDeviceLaunch(void* ctx, const char* name, const AnvilLaunchDims* dims,\n"
+     "                          int32_t nargs, const DLTensor* const* args);"},
+    {"AnvilDeviceWorkspaceAlloc", "void* AnvilDeviceWorkspaceAlloc(void* ctx, uint64_t nbytes);"},
+    {"AnvilDeviceWorkspaceFree", "void AnvilDeviceWorkspaceFree(void* ctx, void* data);"},
     {"AnvilCheckDim",
      "int32_t AnvilCheckDim(const char* kernel, int32_t index, const char* name, int32_t dim,\n"
      "                      const char* var, int64_t got, int64_t expected);"},
@@ -41,16 +54,6 @@ const std::pair<const char*, const char*> kRuntimeDeclarations[] = {
      "                         void* closure);"},
     {"AnvilWorkspaceAlloc", "void* AnvilWorkspaceAlloc(uint64_t nbytes);"},
     {"AnvilWorkspaceFree", "void AnvilWorkspaceFree(void* ptr);"},
-};
-
-class StoredBuffers : public IRVisitor {
- public:
-  using IRVisitor::visit;
-  std::unordered_set<const Variable*> stored;
-  void visit(const Store* op) override {
-    stored.insert(op->buffer->data.get());
-    IRVisitor::visit(op);
-  }
 };
 
 // The DLPack type code by its name in dlpack.h (whose version here predates kDLBool).
@@ -114,8 +117,7 @@ void FunctionEmitter::emit_entry_checks() {
 
   std::vector<const Variable*> used_list = free_variables(func_.body);
   std::unordered_set<const Variable*> used(used_list.begin(), used_list.end());
-  StoredBuffers stores;
-  stores.visit(func_.body);
+  std::unordered_set<const Variable*> stored = stored_buffers(func_.body);
 
   // Pointer names first: the arguments are what a reader looks for.
   std::vector<std::string> pointer_names(args.size());
@@ -158,11 +160,12 @@ void FunctionEmitter::emit_entry_checks() {
     }
     DataType t = b->dtype;
     std::string shape_arg = b->shape.empty() ? "NULL" : "(const int64_t[]){" + shape + "}";
-    module_.runtime.insert("AnvilCheckTensor");
-    line("if (AnvilCheckTensor(" + kernel + ", args, " + std::to_string(i) + ", " +
-         c_string(b->name) + ", " + std::to_string(b->shape.size()) + ", " + shape_arg + ", " +
-         dl_code(t) + ", " + std::to_string(t.bytes() * 8) + ", " + std::to_string(t.lanes()) +
-         ") != 0) return -1;");
+    std::string check = device_type_ ? "AnvilCheckDeviceTensor" : "AnvilCheckTensor";
+    module_.runtime.insert(check);
+    line("if (" + check + "(" + kernel + ", args, " + std::to_string(i) + ", " + c_string(b->name) +
+         ", " + std::to_string(b->shape.size()) + ", " + shape_arg + ", " + dl_code(t) + ", " +
+         std::to_string(t.bytes() * 8) + ", " + std::to_string(t.lanes()) +
+         (device_type_ ? ", " + std::to_string(device_type_) : "") + ") != 0) return -1;");
   }
 
   // Symbolic dimensions: the first occurrence binds the variable, later ones must agree.
@@ -211,7 +214,7 @@ void FunctionEmitter::emit_entry_checks() {
   for (size_t i = 0; i < args.size(); ++i) {
     if (pointer_names[i].empty()) continue;
     const Buffer& b = args[i];
-    bool read_only = !stores.stored.count(b->data.get());
+    bool read_only = !stored.count(b->data.get());
     std::string ty = (read_only ? "const " : "") + c_storage_type(b->dtype, b->name) + "*";
     std::string index = std::to_string(i);
     line(ty + " restrict " + pointer_names[i] + " = (" + ty + ")((" +
@@ -224,37 +227,61 @@ void FunctionEmitter::emit_entry_checks() {
 
 }  // namespace c
 
-std::string generate_c(const std::vector<ir::LoweredFunc>& funcs) {
-  c::ModuleContext module;
-  for (const ir::LoweredFunc& f : funcs) {
-    ANVIL_CHECK(c::is_c_identifier(f.name) && !c::is_reserved_name(f.name),
-                "C code generation: kernel name '", f.name, "' cannot be a C function name ",
-                "(it must be an identifier that C, its headers and Anvil do not reserve)");
-    ANVIL_CHECK(module.globals.insert(f.name).second, "C code generation: two kernels are named '",
-                f.name, "'");
-  }
-  for (const ir::LoweredFunc& f : funcs) c::FunctionEmitter(module, f).emit();
+namespace c {
 
+void declare_kernel_names(ModuleContext& module, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    ANVIL_CHECK(is_c_identifier(name) && !is_reserved_name(name),
+                "C code generation: kernel name '", name, "' cannot be a C function name ",
+                "(it must be an identifier that C, its headers and Anvil do not reserve)");
+    ANVIL_CHECK(module.globals.insert(name).second, "C code generation: two kernels are named '",
+                name, "'");
+  }
+}
+
+std::string assemble_module(const ModuleContext& module, const std::string& preamble,
+                            const std::string& globals) {
   std::ostringstream os;
-  os << "/* Generated by Anvil's C code generator. Kernels:";
-  for (const ir::LoweredFunc& f : funcs) os << " " << f.name;
-  os << ". */\n";
-  os << "#include <dlpack/dlpack.h>\n#include <math.h>\n#include <stddef.h>\n#include "
-        "<stdint.h>\n\n";
-  os << "#define ANVIL_EXPORT __attribute__((visibility(\"default\")))\n\n";
+  os << preamble;
   if (!module.runtime.empty()) {
     os << "/* The Anvil runtime (anvil/runtime/c_runtime_api.h). */\n";
-    for (const auto& [name, declaration] : c::kRuntimeDeclarations) {
+    for (const auto& [name, declaration] : kRuntimeDeclarations) {
       if (module.runtime.count(name)) os << declaration << "\n";
     }
     os << "\n";
   }
-  os << "ANVIL_EXPORT const int32_t anvil_module_version = " << runtime::kModuleVersion << ";\n\n";
+  os << globals;
   for (const auto& [name, definition] : module.helpers) os << definition << "\n";
   os << module.functions;
   std::string text = os.str();
   while (text.size() > 1 && text[text.size() - 2] == '\n') text.pop_back();  // one final newline
   return text;
+}
+
+std::string c_preamble(const std::vector<std::string>& kernels) {
+  std::string s = "/* Generated by Anvil's C code generator. Kernels:";
+  for (const std::string& k : kernels) s += " " + k;
+  s += ". */\n";
+  s +=
+      "#include <dlpack/dlpack.h>\n#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n\n";
+  s += "#define ANVIL_EXPORT __attribute__((visibility(\"default\")))\n\n";
+  return s;
+}
+
+std::string c_module_version() {
+  return "ANVIL_EXPORT const int32_t anvil_module_version = " +
+         std::to_string(runtime::kModuleVersion) + ";\n\n";
+}
+
+}  // namespace c
+
+std::string generate_c(const std::vector<ir::LoweredFunc>& funcs) {
+  c::ModuleContext module;
+  std::vector<std::string> names;
+  for (const ir::LoweredFunc& f : funcs) names.push_back(f.name);
+  c::declare_kernel_names(module, names);
+  for (const ir::LoweredFunc& f : funcs) c::FunctionEmitter(module, f).emit();
+  return c::assemble_module(module, c::c_preamble(names), c::c_module_version());
 }
 
 namespace {
@@ -269,8 +296,20 @@ std::string shell_quote(const std::string& s) {
 
 runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs,
                         const std::string& library_path) {
+  return build_c_source(generate_c(funcs), library_path);
+}
+
+runtime::Module build_c_source(const std::string& source, const std::string& library_path) {
+  compile_c_library(source, library_path);
+  try {
+    return runtime::Module::load(library_path);
+  } catch (const std::runtime_error& e) {
+    ANVIL_FAIL("build_c: ", e.what());
+  }
+}
+
+void compile_c_library(const std::string& source, const std::string& library_path) {
   namespace fs = std::filesystem;
-  std::string source = generate_c(funcs);
   fs::path library(library_path);
   fs::path source_path = fs::path(library).replace_extension(".c");
   if (source_path == library) source_path += ".c";
@@ -309,11 +348,6 @@ runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs,
   fs::rename(partial, library, error);
   ANVIL_CHECK(!error, "build_c: cannot move the compiled library to '", library_path,
               "': ", error.message());
-  try {
-    return runtime::Module::load(library_path);
-  } catch (const std::runtime_error& e) {
-    ANVIL_FAIL("build_c: ", e.what());
-  }
 }
 
 }  // namespace anvil::codegen

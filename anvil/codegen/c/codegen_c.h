@@ -29,5 +29,9 @@ std::string generate_c(const std::vector<ir::LoweredFunc>& funcs);
 // defaults to cc and may carry extra flags), and loads the library. Throws anvil::Error with the
 // source path and the compiler's output when compilation fails, and when loading fails.
 runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path);
+// As build_c, for C source generated elsewhere (a GPU target's host code); compile_c_library
+// stops before loading.
+runtime::Module build_c_source(const std::string& source, const std::string& library_path);
+void compile_c_library(const std::string& source, const std::string& library_path);
 
 }  // namespace anvil::codegen

@@ -1,0 +1,319 @@
+// CUDA through the driver API, resolved from libcuda.so.1 at run time: the runtime builds without
+// the CUDA toolkit and loads on machines without the driver. The few driver types are declared
+// here as cuda.h declares them (the ABI is the driver's, stable across CUDA versions).
+//
+// One context, the device's primary context (the one the CUDA runtime and frameworks share), made
+// current on the calling thread before every driver call: the calls may come from any thread.
+// Kernels run on the legacy default stream, so launches and copies are ordered as issued.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "anvil/runtime/device_api.h"
+
+namespace anvil::runtime {
+
+std::unique_ptr<Device> open_cuda_device();
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+// CUdevice_attribute.
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
+// CUjit_option: where the PTX compiler writes its errors.
+constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+constexpr const char* kLibrary = "libcuda.so.1";
+
+// The driver entry points used. The _v2 names are the 64-bit-size versions cuda.h maps the plain
+// names to.
+struct Driver {
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device);
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
+  CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr* pointer, size_t bytes);
+  CUresult (*cuMemFree_v2)(CUdeviceptr pointer);
+  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t bytes);
+  CUresult (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuModuleLoadDataEx)(CUmodule* module, const void* image, unsigned num_options,
+                                 int* options, void** option_values);
+  CUresult (*cuModuleUnload)(CUmodule module);
+  CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z,
+                             unsigned shared_bytes, CUstream stream, void** params, void** extra);
+  CUresult (*cuGetErrorName)(CUresult error, const char** name);
+  CUresult (*cuGetErrorString)(CUresult error, const char** text);
+};
+
+template <typename F>
+void resolve(void* library, const char* name, F*& function) {
+  function = reinterpret_cast<F*>(dlsym(library, name));
+  if (function == nullptr)
+    throw std::runtime_error(std::string("no CUDA device: ") + kLibrary + " does not export " +
+                             name + " (the NVIDIA driver is too old)");
+}
+
+Driver load_driver(void* library) {
+  Driver d{};
+#define ANVIL_RESOLVE(name) resolve(library, #name, d.name)
+  ANVIL_RESOLVE(cuInit);
+  ANVIL_RESOLVE(cuDeviceGet);
+  ANVIL_RESOLVE(cuDeviceGetName);
+  ANVIL_RESOLVE(cuDeviceGetAttribute);
+  ANVIL_RESOLVE(cuDevicePrimaryCtxRetain);
+  ANVIL_RESOLVE(cuCtxSetCurrent);
+  ANVIL_RESOLVE(cuCtxSynchronize);
+  ANVIL_RESOLVE(cuMemAlloc_v2);
+  ANVIL_RESOLVE(cuMemFree_v2);
+  ANVIL_RESOLVE(cuMemcpyHtoD_v2);
+  ANVIL_RESOLVE(cuMemcpyDtoH_v2);
+  ANVIL_RESOLVE(cuModuleLoadDataEx);
+  ANVIL_RESOLVE(cuModuleUnload);
+  ANVIL_RESOLVE(cuModuleGetFunction);
+  ANVIL_RESOLVE(cuLaunchKernel);
+  ANVIL_RESOLVE(cuGetErrorName);
+  ANVIL_RESOLVE(cuGetErrorString);
+#undef ANVIL_RESOLVE
+  return d;
+}
+
+CUdeviceptr device_pointer(const void* data) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(data));
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(const Driver& driver) : d_(driver) {}
+
+  // Initializes the driver and takes device 0's primary context. Never released: the device
+  // lives as long as the process (Device::get).
+  void open() {
+    auto check = [&](CUresult r, const char* call) {
+      if (r != CUDA_SUCCESS)
+        throw std::runtime_error(std::string("no CUDA device: ") + kLibrary + ": " +
+                                 failed(call, r));
+    };
+    check(d_.cuInit(0), "cuInit");
+    check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    char name[256] = {};
+    check(d_.cuDeviceGetName(name, sizeof name - 1, device_), "cuDeviceGetName");
+    name_ = name;
+    int threads = 0, shared = 0;
+    check(d_.cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device_),
+          "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)");
+    check(
+        d_.cuDeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, device_),
+        "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK)");
+    max_threads_ = threads;
+    max_shared_ = shared;
+    check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  }
+
+  DLDevice dl_device() const override { return DLDevice{kDLCUDA, 0}; }
+  std::string name() const override { return name_; }
+  int64_t max_threads_per_block() const override { return max_threads_; }
+  int64_t max_shared_memory_per_block() const override { return max_shared_; }
+
+  void* alloc(size_t bytes) override {
+    bind();
+    CUdeviceptr pointer = 0;
+    // Never a zero-byte request (the driver rejects it): an empty array still gets a handle.
+    CUresult r = d_.cuMemAlloc_v2(&pointer, bytes ? bytes : 1);
+    if (r != CUDA_SUCCESS)
+      throw error("cannot allocate " + std::to_string(bytes) + " bytes", "cuMemAlloc_v2", r);
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(pointer));
+  }
+
+  void free(void* data) override {
+    if (data == nullptr) return;
+    bind();
+    CUresult r = d_.cuMemFree_v2(device_pointer(data));
+    if (r != CUDA_SUCCESS) throw error("cannot free device memory", "cuMemFree_v2", r);
+  }
+
+  void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    CUresult r = d_.cuMemcpyHtoD_v2(device_pointer(data) + offset, src, bytes);
+    if (r != CUDA_SUCCESS) throw error(copy_what("to", bytes, offset), "cuMemcpyHtoD_v2", r);
+  }
+
+  void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    CUresult r = d_.cuMemcpyDtoH_v2(dst, device_pointer(data) + offset, bytes);
+    if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoH_v2", r);
+  }
+
+  void synchronize() override {
+    bind();
+    CUresult r = d_.cuCtxSynchronize();
+    if (r != CUDA_SUCCESS)
+      throw error("waiting for its kernels (one of them failed)", "cuCtxSynchronize", r);
+  }
+
+  std::unique_ptr<DeviceModule> load_module(std::string_view code) override;
+
+  // Makes the primary context current on this thread: every entry point calls it first, since a
+  // host function may run on any thread (and another library may have switched contexts).
+  void bind() {
+    CUresult r = d_.cuCtxSetCurrent(context_);
+    if (r != CUDA_SUCCESS) throw error("cannot make its context current", "cuCtxSetCurrent", r);
+  }
+
+  // "cuLaunchKernel failed with CUDA_ERROR_INVALID_VALUE (1): invalid argument".
+  std::string failed(const char* call, CUresult r) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (d_.cuGetErrorName(r, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
+    if (d_.cuGetErrorString(r, &text) != CUDA_SUCCESS || text == nullptr) text = "";
+    std::string message =
+        std::string(call) + " failed with " + name + " (" + std::to_string(r) + ")";
+    if (*text) message += std::string(": ") + text;
+    return message;
+  }
+
+  // "CUDA device 0 (NVIDIA H200): <what>: <call> failed with ...".
+  std::runtime_error error(const std::string& what, const char* call, CUresult r) const {
+    return std::runtime_error(prefix() + what + ": " + failed(call, r));
+  }
+
+  std::string prefix() const { return "CUDA device 0 (" + name_ + "): "; }
+
+  const Driver& driver() const { return d_; }
+
+ private:
+  static std::string copy_what(const char* direction, size_t bytes, uint64_t offset) {
+    return "copying " + std::to_string(bytes) + " bytes " + direction +
+           " device memory at offset " + std::to_string(offset);
+  }
+
+  Driver d_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  std::string name_;
+  int64_t max_threads_ = 0, max_shared_ = 0;
+};
+
+class CudaModule final : public DeviceModule {
+ public:
+  CudaModule(CudaDevice& device, CUmodule module) : device_(device), module_(module) {}
+  ~CudaModule() override {
+    // A failure here (the context is broken after a kernel fault) has already been reported by
+    // the launch or synchronize that met it; a destructor has no one to tell.
+    try {
+      device_.bind();
+      device_.driver().cuModuleUnload(module_);
+    } catch (const std::exception&) {
+    }
+  }
+
+  int32_t launch(const char* name, const AnvilLaunchDims& dims, int32_t nargs,
+                 const DLTensor* const* args) override {
+    try {
+      device_.bind();
+      CUfunction function = get_function(name);
+      // Each parameter is a pointer, the array's handle plus its offset; the driver reads the
+      // values through params[i] when the launch is issued, so these may live on the stack.
+      std::vector<CUdeviceptr> values(nargs);
+      std::vector<void*> params(nargs);
+      for (int32_t i = 0; i < nargs; ++i) {
+        values[i] = device_pointer(args[i]->data) + args[i]->byte_offset;
+        params[i] = &values[i];
+      }
+      CUresult r = device_.driver().cuLaunchKernel(
+          function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
+          dims.block[2], dims.shared_bytes, nullptr, params.data(), nullptr);
+      if (r != CUDA_SUCCESS) {
+        char shape[128];
+        std::snprintf(shape, sizeof shape, " (grid %ux%ux%u, block %ux%ux%u, %u shared bytes)",
+                      dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
+                      dims.block[2], dims.shared_bytes);
+        throw std::runtime_error(device_.failed("cuLaunchKernel", r) + shape);
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      std::string message = device_.prefix() + "kernel '" + name + "': " + e.what();
+      AnvilSetLastError(message.c_str());
+      return -1;
+    }
+  }
+
+ private:
+  // The kernel `name`, looked up once.
+  CUfunction get_function(const char* name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    CUfunction function = nullptr;
+    CUresult r = device_.driver().cuModuleGetFunction(&function, module_, name);
+    if (r == CUDA_ERROR_NOT_FOUND)
+      throw std::runtime_error("the device program has no such kernel");
+    if (r != CUDA_SUCCESS) throw std::runtime_error(device_.failed("cuModuleGetFunction", r));
+    functions_.emplace(name, function);
+    return function;
+  }
+
+  CudaDevice& device_;
+  CUmodule module_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, CUfunction> functions_;
+};
+
+std::unique_ptr<DeviceModule> CudaDevice::load_module(std::string_view code) {
+  bind();
+  // PTX is read as a NUL-terminated string.
+  std::string ptx(code);
+  char log[8192] = {};
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log))};
+  CUmodule module = nullptr;
+  CUresult r = d_.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    std::string message =
+        prefix() + "cannot load the device program: " + failed("cuModuleLoadDataEx", r);
+    if (log[0]) message += "\n" + std::string(log);
+    throw std::runtime_error(message);
+  }
+  return std::make_unique<CudaModule>(*this, module);
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_cuda_device() {
+  // Kept loaded even when opening fails: an initialized driver may have threads and exit
+  // handlers of its own.
+  void* library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* why = dlerror();
+    throw std::runtime_error(std::string("no CUDA device: cannot load ") + kLibrary +
+                             " (the NVIDIA driver): " + (why ? why : "unknown error"));
+  }
+  auto device = std::make_unique<CudaDevice>(load_driver(library));
+  device->open();
+  return device;
+}
+
+}  // namespace anvil::runtime

@@ -1,0 +1,168 @@
+// The process-wide devices and the C entry points GPU host functions call (AnvilDeviceLaunch, the
+// device workspace). The drivers themselves are in cuda_device.cc and opencl_device.cc.
+#include "anvil/runtime/device_api.h"
+
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "anvil/runtime/ndarray.h"
+
+namespace anvil::runtime {
+
+// Defined in cuda_device.cc and opencl_device.cc: open device 0 of their driver or throw
+// std::runtime_error saying why not.
+std::unique_ptr<Device> open_cuda_device();
+std::unique_ptr<Device> open_opencl_device();
+
+namespace {
+
+// One device of one type: opened once, by the first get(); a failure is kept and rethrown, so
+// that a missing driver is looked for once and every caller reads the same message.
+struct Slot {
+  std::once_flag once;
+  Device* device = nullptr;
+  std::string error;
+};
+
+Device& get_or_open(Slot& slot, std::unique_ptr<Device> (*open)()) {
+  std::call_once(slot.once, [&] {
+    try {
+      // Never destroyed: a Module held in a static may unload its program during exit, after
+      // any static device would be gone, and the drivers tear their contexts down themselves.
+      slot.device = open().release();
+    } catch (const std::exception& e) {
+      slot.error = e.what();
+    }
+  });
+  if (slot.device == nullptr) throw std::runtime_error(slot.error);
+  return *slot.device;
+}
+
+std::string device_name(int32_t type) {
+  DLDevice device{kDLCPU, 0};
+  std::memcpy(&device.device_type, &type, sizeof type);
+  std::string name = to_string(device);
+  return name.substr(0, name.rfind(':'));
+}
+
+}  // namespace
+
+Device& Device::get(DLDeviceType type) {
+  static Slot cuda, opencl;
+  switch (type) {
+    case kDLCUDA:
+      return get_or_open(cuda, open_cuda_device);
+    case kDLOpenCL:
+      return get_or_open(opencl, open_opencl_device);
+    default:
+      throw std::runtime_error("no GPU device layer for device type " + device_name(type) +
+                               ": Anvil runs device kernels on cuda and opencl");
+  }
+}
+
+bool Device::available(DLDeviceType type, std::string* why) {
+  try {
+    get(type);
+    return true;
+  } catch (const std::runtime_error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+}  // namespace anvil::runtime
+
+namespace {
+
+using anvil::runtime::DeviceContext;
+
+int32_t fail(const std::string& message) {
+  AnvilSetLastError(message.c_str());
+  return -1;
+}
+
+bool usable(const DeviceContext* context) {
+  return context != nullptr && context->device != nullptr && context->module != nullptr;
+}
+
+// The error of a host function given no usable context (the message begins with `what`). A NULL
+// context means the caller ran a GPU kernel as a CPU one: a library compiled for a GPU target,
+// called without its Module's context.
+int32_t no_context(const std::string& what, const DeviceContext* context) {
+  return fail(what + ": no GPU device context (" +
+              (context ? "ctx has no device program" : "ctx is NULL") +
+              "): the kernel was compiled for a GPU target and must be run with its module's "
+              "device context (Module::context())");
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t AnvilDeviceLaunch(void* ctx, const char* name, const AnvilLaunchDims* dims, int32_t nargs,
+                          const DLTensor* const* args) {
+  // Messages are built on failure only: this runs once per kernel of every call.
+  auto kernel = [&] { return "kernel '" + std::string(name ? name : "<unnamed>") + "'"; };
+  auto* context = static_cast<DeviceContext*>(ctx);
+  if (!usable(context)) return no_context(kernel(), context);
+  if (name == nullptr) return fail("device launch: the kernel name is NULL");
+  if (dims == nullptr) return fail(kernel() + ": the launch dimensions are NULL");
+  if (nargs < 0) return fail(kernel() + ": negative argument count " + std::to_string(nargs));
+  if (nargs > 0 && args == nullptr) return fail(kernel() + ": the argument array is NULL");
+  // The host entry has checked its own arguments; these guard its temporaries and a hand-made
+  // launch, since a host pointer or another device's handle would reach the driver as garbage.
+  DLDevice device = context->device->dl_device();
+  for (int32_t i = 0; i < nargs; ++i) {
+    const DLTensor* t = args[i];
+    if (t == nullptr) return fail(kernel() + ": argument " + std::to_string(i) + " is NULL");
+    if (anvil::runtime::device_type_code(t->device) != anvil::runtime::device_type_code(device) ||
+        t->device.device_id != device.device_id)
+      return fail(kernel() + ": argument " + std::to_string(i) + " is on " +
+                  anvil::runtime::to_string(t->device) + ", the kernel runs on " +
+                  anvil::runtime::to_string(device));
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (dims->block[d] == 0)
+      return fail(kernel() + ": block extent " + std::to_string(d) + " is 0");
+  }
+  // An empty grid (a tensor with no elements) has nothing to do; drivers reject it.
+  if (dims->grid[0] == 0 || dims->grid[1] == 0 || dims->grid[2] == 0) return 0;
+  try {
+    return context->module->launch(name, *dims, nargs, args);
+  } catch (const std::exception& e) {
+    return fail(kernel() + ": " + e.what());
+  }
+}
+
+void* AnvilDeviceWorkspaceAlloc(void* ctx, uint64_t nbytes) {
+  auto* context = static_cast<DeviceContext*>(ctx);
+  if (!usable(context)) {
+    no_context("device workspace", context);
+    return nullptr;
+  }
+  try {
+    return context->device->alloc(nbytes);
+  } catch (const std::exception& e) {
+    fail(std::string("device workspace: ") + e.what());
+    return nullptr;
+  }
+}
+
+void AnvilDeviceWorkspaceFree(void* ctx, void* data) {
+  if (data == nullptr) return;
+  auto* context = static_cast<DeviceContext*>(ctx);
+  if (!usable(context)) {
+    no_context("device workspace", context);
+    return;
+  }
+  try {
+    context->device->free(data);
+  } catch (const std::exception& e) {
+    fail(std::string("device workspace: ") + e.what());
+  }
+}
+
+}  // extern "C"

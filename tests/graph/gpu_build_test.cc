@@ -1,0 +1,71 @@
+// Whole models compiled for GPU targets: run through OpenCL on the CPU (PoCL) and compared with
+// the reference interpreter; compiled for CUDA (every kernel through NVRTC to PTX) and saved as
+// artifacts, which this machine, without an NVIDIA GPU, cannot run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "anvil/graph/build.h"
+#include "anvil/graph/interpreter.h"
+#include "anvil/models/models.h"
+#include "anvil/runtime/device_api.h"
+#include "anvil/runtime/model.h"
+#include "anvil/support/temp_dir.h"
+#include "graph/passes_testing.h"
+#include "testing/errors.h"
+
+namespace anvil::graph {
+namespace {
+
+using pt::expect_close;
+
+// Compiles the model for OpenCL, runs it in process and from its saved artifact, and compares
+// both with the interpreter.
+void check_opencl(const std::string& name) {
+  Graph g = models::build_model(name);
+  std::vector<runtime::NDArray> inputs = models::example_inputs(g);
+  std::vector<runtime::NDArray> want = interpret(g, inputs);
+  CompiledGraph cg = CompiledGraph::build(g, Target::parse("opencl"), BuildOptions());
+  expect_close(cg.run(inputs), want, name + " (opencl, in process)\n" + cg.summary());
+  TempDir dir("anvil_gpu_build", "the OpenCL artifact");
+  std::string path = dir.path() + "/" + name + ".so";
+  cg.save(path);
+  runtime::Model m = runtime::Model::load(path);
+  EXPECT_EQ(m.target(), Target::parse("opencl").str());
+  expect_close(m.run(inputs), want, name + " (opencl, artifact)");
+}
+
+TEST(GpuBuild, DqnOnOpenCL) {
+  check_opencl("dqn");
+}
+
+TEST(GpuBuild, DcganOnOpenCL) {
+  check_opencl("dcgan");
+}
+
+TEST(GpuBuild, Resnet18OnOpenCL) {
+  check_opencl("resnet18");
+}
+
+// The five workloads for CUDA: every kernel compiles to PTX for sm_90 and the artifact is saved;
+// running needs the device, and says so.
+TEST(GpuBuild, FiveWorkloadsCompileForCuda) {
+  TempDir dir("anvil_gpu_build", "the CUDA artifacts");
+  for (const char* name : {"resnet18", "mobilenet_v1", "lstm_lm", "dqn", "dcgan"}) {
+    SCOPED_TRACE(name);
+    Graph g = models::build_model(name);
+    CompiledGraph cg = CompiledGraph::build(g, Target::parse("cuda -arch=sm_90"), BuildOptions());
+    std::string path = dir.path() + "/" + name + ".so";
+    cg.save(path);
+    EXPECT_GT(std::filesystem::file_size(path), 0u);
+    if (!runtime::Device::available(kDLCUDA)) {
+      EXPECT_THAT(testing::user_error([&] { cg.run(models::example_inputs(g)); }),
+                  ::testing::HasSubstr("whose device is not available here"));
+      EXPECT_THROW(runtime::Model::load(path), std::runtime_error);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil::graph
