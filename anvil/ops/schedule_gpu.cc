@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "anvil/ir/op.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -10,6 +11,35 @@ namespace anvil::ops {
 namespace {
 
 constexpr int64_t kThreadsPerBlock = 256;
+
+// The data-parallel loops of `st` fused and split into blocks of `threads` threads.
+void bind_blocks(te::Stage st, int64_t threads) {
+  const std::vector<te::IterVar>& axes = st.axis();
+  te::IterVar fused = axes[0];
+  for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
+  auto [block, thread] = st.split(fused, threads);
+  st.bind(block, "blockIdx.x");
+  st.bind(thread, "threadIdx.x");
+}
+
+// A reduction to a scalar over more than `threads` elements of its longest reduction axis:
+// `threads` partial results, each reduced by a thread of its own, then reduced by one thread.
+void scalar_reduction(te::Schedule& s, const te::Tensor& t, int64_t threads) {
+  te::IterVar longest;
+  int64_t extent = 0;
+  for (const te::IterVar& r : t->reduce_axis) {
+    std::optional<int64_t> n = ir::as_const_int(r->dom.extent);
+    if (n && *n > extent) {
+      extent = *n;
+      longest = r;
+    }
+  }
+  if (extent <= threads) return;
+  auto [outer, inner] = s[t].split_nparts(longest, threads);
+  (void)inner;
+  te::Tensor partial = s.rfactor(t, outer);
+  bind_blocks(s[partial], threads);
+}
 
 }  // namespace
 
@@ -35,14 +65,13 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
       st.compute_inline();
       continue;
     }
-    const std::vector<te::IterVar>& axes = st.axis();
-    ANVIL_CHECK(!axes.empty(), "GPU schedule: stage '", t.name(),
-                "' computes a scalar, which has no loop to bind to GPU threads");
-    te::IterVar fused = axes[0];
-    for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
-    auto [block, thread] = st.split(fused, threads);
-    st.bind(block, "blockIdx.x");
-    st.bind(thread, "threadIdx.x");
+    if (st.axis().empty()) {
+      // A scalar runs on one thread (split_host_device); a large reduction to it is first
+      // factored into partial results that many threads compute.
+      if (!t->reduce_axis.empty()) scalar_reduction(s, t, threads);
+      continue;
+    }
+    bind_blocks(st, threads);
   }
 }
 

@@ -13,8 +13,7 @@ namespace anvil::ops {
 // without a reduction that one other stage reads is inlined into it; every other stage is a
 // kernel of its own whose data-parallel loops are fused and split into blocks of
 // min(256, the target's limit) threads (blockIdx.x, threadIdx.x), each thread computing one
-// element (its reduction, if any, serially). Throws anvil::Error naming a stage that has no
-// data-parallel loop to bind (a scalar).
+// element (its reduction, if any, serially). A scalar stage runs on one thread.
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target);
 

@@ -1,6 +1,7 @@
 #include "anvil/transform/split_host_device.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +18,9 @@ namespace anvil::transform {
 using namespace ir;
 
 namespace {
+
+// The most loop iterations a statement outside every bound loop may run on a single thread.
+constexpr int64_t kMaxSingleThreadIterations = 1 << 16;
 
 // Position of a thread tag in a launch's (grid, block) dimensions.
 struct TagSlot {
@@ -143,18 +147,41 @@ class Splitter {
       host(a->body);
     } else if (const AttrStmt* attr = s.as<AttrStmt>()) {
       host(attr->body);
-    } else if (const For* loop = s.as<For>()) {
-      ANVIL_CHECK(loop->kind == ForKind::kThreadBinding, context(), "loop '", loop->var->name,
-                  "' over ", loop->extent,
-                  " is not bound to GPU threads; bind it (or split it and bind the parts) to "
-                  "blockIdx and threadIdx");
+    } else if (const For* loop = s.as<For>(); loop && loop->kind == ForKind::kThreadBinding) {
       kernel(s, loop->var->name);
-    } else if (const Store* store = s.as<Store>()) {
-      ANVIL_FAIL(context(), "the store to '", store->buffer->name,
-                 "' is outside every loop bound to GPU threads; bind a loop around it");
+    } else if (serial_iterations(s) <= kMaxSingleThreadIterations) {
+      // A little work outside every bound loop (a scalar, a short loop) runs on one thread.
+      kernel(s, "a single thread");
+    } else if (const For* unbound = s.as<For>()) {
+      ANVIL_FAIL(context(), "loop '", unbound->var->name, "' over ", unbound->extent,
+                 " is not bound to GPU threads; bind it (or split it and bind the parts) to "
+                 "blockIdx and threadIdx");
     } else {
-      ANVIL_FAIL(context(), "this statement is outside every loop bound to GPU threads:\n", s);
+      ANVIL_FAIL(context(),
+                 "this statement is outside every loop bound to GPU threads and too "
+                 "much work for one thread:\n",
+                 s);
     }
+  }
+
+  // How many loop iterations `s` runs (INT64_MAX when an extent is not constant).
+  static int64_t serial_iterations(const Stmt& s) {
+    struct Count : IRVisitor {
+      using IRVisitor::visit;
+      int64_t total = 0, scale = 1;
+      void visit(const For* op) override {
+        std::optional<int64_t> n = as_const_int(op->extent);
+        int64_t outer = scale;
+        scale = n && !__builtin_mul_overflow(scale, std::max<int64_t>(*n, 1), &scale)
+                    ? scale
+                    : INT64_MAX / 2;
+        if (__builtin_add_overflow(total, scale, &total)) total = INT64_MAX / 2;
+        IRVisitor::visit(op);
+        scale = outer;
+      }
+    } count;
+    count.visit(s);
+    return count.total;
   }
 
   void kernel(const Stmt& nest, const std::string& loop) {

@@ -2,10 +2,11 @@
 // allocate temporaries, launch) and the kernels the device runs.
 //
 // Every loop nest at the top level must be bound to GPU threads at its outermost loop: each such
-// nest becomes one kernel. Inside a kernel, every loop bound to an index becomes that index (the
-// kernel's variable for it), guarded when its extent is smaller than the launch's: the launch
-// takes, per index, the largest extent bound to it. So loops of different stages bound to the
-// same index share it, as cooperative fetching wants.
+// nest becomes one kernel. A top-level statement of little work (at most 65,536 loop iterations:
+// a scalar, a short loop) that no loop binds becomes a kernel of one thread. Inside a kernel, every
+// loop bound to an index becomes that index (the kernel's variable for it), guarded when its extent
+// is smaller than the launch's: the launch takes, per index, the largest extent bound to it. So
+// loops of different stages bound to the same index share it, as cooperative fetching wants.
 #pragma once
 
 #include "anvil/ir/function.h"
@@ -14,8 +15,8 @@
 namespace anvil::transform {
 
 // Throws anvil::Error naming the function, the kernel and the loop or buffer for what cannot
-// run on `target` (a GPU target): a top-level loop or store not bound to GPU threads, a thread
-// extent that is not constant, more threads per block or more shared memory than the target
+// run on `target` (a GPU target): a top-level loop not bound to GPU threads over more than that, a
+// thread extent that is not constant, more threads per block or more shared memory than the target
 // allows, a parallel loop inside a kernel, shared memory outside any kernel, a variable a kernel
 // cannot know (a symbolic shape).
 ir::DeviceFunc split_host_device(const ir::LoweredFunc& f, const Target& target);

@@ -1,6 +1,7 @@
 // Shared by the operator tests: builds an operator from its registered definition on inputs of
 // given types, schedules it with its default x86 schedule (or a given config), compiles it with
-// LLVM, runs it on random inputs, and compares every output with the operator's reference.
+// LLVM, runs it on random inputs, and compares every output with the operator's reference. Then
+// the same with the default GPU schedule through OpenCL on the CPU (PoCL).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,14 +9,19 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "anvil/codegen/gpu/codegen_gpu.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_gpu.h"
+#include "anvil/runtime/device_api.h"
+#include "anvil/support/temp_dir.h"
 #include "testing/kernel_args.h"
 
 namespace anvil::ops_testing {
@@ -60,18 +66,72 @@ inline double element(const runtime::NDArray& a, int64_t i) {
   return 0;
 }
 
+constexpr int kGpuChecksPerOp = 3;
+
 struct CheckOptions {
   double tol = 1e-5;  // |got - want| <= tol * (1 + |want|) (or equal: infinities); integers and
                       // bools compare exactly
   double lo = -1.0, hi = 1.0;  // range of the random inputs
   uint32_t seed = 1;
   ops::Config config;  // knobs for the schedule (empty: the default rule)
+  // Also run the default GPU schedule through OpenCL: for the first kGpuChecksPerOp calls per
+  // operator in a test program (PoCL compiles each kernel with LLVM, a few hundred ms).
+  bool gpu = true;
   // Inputs given explicitly (for indices and the like); random where empty.
   std::vector<runtime::NDArray> inputs;
   // Per output, per element, the magnitude the tolerance is relative to, in place of |want|
   // (e.g. the sum of |x| for a sum, whose cancellation can make |want| small); from the inputs.
   std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&)> magnitude;
 };
+
+// The operator `outs` = compute(`ins`) with the default GPU schedule, lowered for OpenCL, run on
+// PoCL on `inputs`; returns the outputs copied back.
+inline std::vector<runtime::NDArray> run_on_opencl(const std::string& name,
+                                                   const std::vector<te::Tensor>& ins,
+                                                   const std::vector<te::Tensor>& outs,
+                                                   const std::vector<runtime::NDArray>& inputs,
+                                                   const std::vector<TensorType>& out_types) {
+  Target target = Target::parse("opencl");
+  te::Schedule s(outs);
+  ops::schedule_gpu_default(s, outs, target);
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  // Its own name: the host entry is a C function, and an op may be named like one of C's (pow).
+  const std::string entry = "op_" + name;
+  ir::DeviceFunc f = lower_gpu(s, args, entry, target);
+  TempDir dir("anvil_op_test", "the OpenCL kernel");
+  runtime::Module module = codegen::build_gpu({f}, target, dir.path() + "/" + entry + ".so");
+  runtime::Device& device = runtime::Device::get(kDLOpenCL);
+
+  std::vector<runtime::NDArray> results;
+  for (const TensorType& t : out_types) results.push_back(testing::array(t.shape, t.dtype));
+  std::vector<runtime::DeviceBuffer> buffers;
+  std::vector<DLTensor> views;
+  std::vector<const runtime::NDArray*> arrays;
+  for (const runtime::NDArray& a : inputs) arrays.push_back(&a);
+  for (const runtime::NDArray& a : results) arrays.push_back(&a);
+  views.reserve(arrays.size());
+  for (const runtime::NDArray* a : arrays) {
+    buffers.emplace_back(device, std::max<size_t>(a->nbytes(), 1));
+    if (a->nbytes() > 0) device.copy_to_device(buffers.back().data(), 0, a->data(), a->nbytes());
+    DLTensor t = *a->get();
+    t.data = buffers.back().data();
+    t.device = device.dl_device();
+    t.byte_offset = 0;
+    views.push_back(t);
+  }
+  std::vector<const DLTensor*> ptrs;
+  for (const DLTensor& t : views) ptrs.push_back(&t);
+  int32_t status =
+      module.get_function(entry)(ptrs.data(), static_cast<int32_t>(ptrs.size()), module.context());
+  EXPECT_EQ(status, 0) << name << " (opencl): " << AnvilGetLastError();
+  for (size_t o = 0; o < results.size(); ++o) {
+    size_t bytes = results[o].nbytes();
+    if (bytes > 0)
+      device.copy_from_device(results[o].data(), buffers[inputs.size() + o].data(), 0, bytes);
+  }
+  return results;
+}
 
 // Builds, runs and checks operator `name`. Returns the lowered function for further checks.
 inline ir::LoweredFunc check_op(const std::string& name, const std::vector<TensorType>& types,
@@ -115,23 +175,29 @@ inline ir::LoweredFunc check_op(const std::string& name, const std::vector<Tenso
   std::vector<runtime::NDArray> want = def.reference(in_arrays, attrs);
   std::vector<runtime::NDArray> scale;
   if (options.magnitude) scale = options.magnitude(in_arrays);
-  EXPECT_EQ(want.size(), out_arrays.size());
-  for (size_t o = 0; o < want.size() && o < out_arrays.size(); ++o) {
-    ir::DataType t = out_types[o].dtype;
-    int bad = 0;
-    for (int64_t i = 0; i < want[o].numel() && bad < 5; ++i) {
-      double w = element(want[o], i), g = element(out_arrays[o], i);
-      double mag = o < scale.size() ? element(scale[o], i) : std::abs(w);
-      bool ok = t.is_float() ? (g == w || std::abs(g - w) <= options.tol * (1 + mag) ||
-                                (std::isnan(g) && std::isnan(w)))
-                             : g == w;
-      if (!ok) {
-        ++bad;
-        ADD_FAILURE() << name << " output " << o << " element " << i << ": got " << g << ", want "
-                      << w;
+  auto compare = [&](const std::vector<runtime::NDArray>& got, const std::string& where) {
+    EXPECT_EQ(want.size(), got.size());
+    for (size_t o = 0; o < want.size() && o < got.size(); ++o) {
+      ir::DataType t = out_types[o].dtype;
+      int bad = 0;
+      for (int64_t i = 0; i < want[o].numel() && bad < 5; ++i) {
+        double w = element(want[o], i), g = element(got[o], i);
+        double mag = o < scale.size() ? element(scale[o], i) : std::abs(w);
+        bool ok = t.is_float() ? (g == w || std::abs(g - w) <= options.tol * (1 + mag) ||
+                                  (std::isnan(g) && std::isnan(w)))
+                               : g == w;
+        if (!ok) {
+          ++bad;
+          ADD_FAILURE() << name << where << " output " << o << " element " << i << ": got " << g
+                        << ", want " << w;
+        }
       }
     }
-  }
+  };
+  compare(out_arrays, "");
+  static std::map<std::string, int> gpu_checks;
+  if (options.gpu && gpu_checks[name]++ < kGpuChecksPerOp)
+    compare(run_on_opencl(name, ins, outs, in_arrays, out_types), " (opencl)");
   return f;
 }
 

@@ -62,15 +62,27 @@ TEST(SplitHostDevice, LaunchTakesTheBoundExtents) {
   EXPECT_EQ(count_barriers(k.body), 0);
 }
 
-TEST(SplitHostDevice, UnboundLoopIsRefused) {
-  Tensor A = vector_input(4096);
-  Tensor B = doubled(A, 4096);
+TEST(SplitHostDevice, UnboundLoopOverALargeExtentIsRefused) {
+  Tensor A = vector_input(1 << 20);
+  Tensor B = doubled(A, 1 << 20);
   Schedule s({B});
   EXPECT_THAT(user_error([&] {
                 lower_gpu(s, {A, B}, "f", Target::parse("cuda"));
               }),
-              AllOf(HasSubstr("GPU function 'f'"), HasSubstr("loop 'i'"), HasSubstr("4096"),
+              AllOf(HasSubstr("GPU function 'f'"), HasSubstr("loop 'i'"), HasSubstr("1048576"),
                     HasSubstr("not bound to GPU threads")));
+}
+
+// A little unbound work (a scalar, a short loop) runs as a kernel of one thread.
+TEST(SplitHostDevice, LittleUnboundWorkRunsOnOneThread) {
+  Tensor A = vector_input(100);
+  Tensor B = doubled(A, 100);
+  Schedule s({B});
+  ir::DeviceFunc f = lower_gpu(s, {A, B}, "f", Target::parse("cuda"));
+  ASSERT_EQ(f.kernels.size(), 1u);
+  EXPECT_EQ(f.kernels[0].grid, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_EQ(f.kernels[0].block, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_TRUE(f.kernels[0].thread_vars.empty());
 }
 
 TEST(SplitHostDevice, TooManyThreadsPerBlockIsRefused) {
