@@ -230,10 +230,11 @@ void Stage::parallel(const IterVar& axis) {
 
 void Stage::bind(const IterVar& axis, const std::string& thread_tag) {
   static const char* const kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
-                                      "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+                                      "threadIdx.x", "threadIdx.y", "threadIdx.z",
+                                      "vthread.x",   "vthread.y",   "vthread.z"};
   ANVIL_CHECK(std::find(std::begin(kTags), std::end(kTags), thread_tag) != std::end(kTags),
               "bind: '", thread_tag, "' on stage '", name(),
-              "' is not a GPU thread index (blockIdx.x/y/z, threadIdx.x/y/z)");
+              "' is not a GPU thread index (blockIdx.x/y/z, threadIdx.x/y/z, vthread.x/y/z)");
   ANVIL_CHECK(axis.defined() && axis->kind != IterKind::kReduce, "bind: axis '",
               axis.defined() ? axis->var.name() : "?", "' of stage '", name(),
               "' is a reduction axis; threads reducing into one element would race (rfactor the "

@@ -93,7 +93,9 @@ class Stage {
   // Runs the loop over `axis` on GPU threads: "blockIdx.x/y/z" (one block per iteration) or
   // "threadIdx.x/y/z" (one thread of the block per iteration). Loops of different stages bound
   // to the same index share it, which is how a stage computed at a block's loop is fetched
-  // cooperatively by the block's threads.
+  // cooperatively by the block's threads. "vthread.x/y/z" makes the loop a virtual thread: each
+  // thread runs its iterations, unrolled, and shared memory covers all of them (so a thread's
+  // outputs can be strided by the block's width, for coalesced accesses).
   void bind(const IterVar& axis, const std::string& thread_tag);
   void pragma(const IterVar& axis, const std::string& key, Expr value = Expr(1));
   // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.

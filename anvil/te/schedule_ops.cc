@@ -242,13 +242,15 @@ class LoopBuilder {
     const LoopInfo& info = info_[static_cast<size_t>(p)];
     RelaxMap relax;
     // Shared memory serves the whole block: its region covers every thread's, so the loops bound
-    // to threadIdx relax wherever they are (the consumer's own, or those of the stages it is
-    // computed inside).
+    // to threadIdx (and virtual threads) relax wherever they are (the consumer's own, or those of
+    // the stages it is computed inside).
     if (st.scope == MemoryScope::kShared) {
       for (size_t j = 0; j < stages_.size(); ++j) {
         for (const auto& [iv, attr] : stages_[j].attrs) {
           auto e = info_[j].extent.find(iv);
-          if (attr.thread_tag.rfind("threadIdx", 0) != 0 || e == info_[j].extent.end()) continue;
+          bool in_block = attr.thread_tag.rfind("threadIdx", 0) == 0 ||
+                          attr.thread_tag.rfind("vthread", 0) == 0;
+          if (!in_block || e == info_[j].extent.end()) continue;
           relax[iv->var.get()] =
               Interval{make_zero(iv->var.type()), arith::simplify(e->second - 1)};
         }

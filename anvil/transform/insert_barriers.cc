@@ -84,9 +84,10 @@ class BarrierInserter {
     return intersects(acc.reads, pending.writes) || intersects(acc.writes, pending.reads);
   }
 
-  // A barrier before `s` when it needs one. `uniform`: every thread of the block runs `s`.
-  Stmt barrier_before(Stmt s, Accesses& pending, const Accesses& acc, bool uniform) {
-    if (!conflicts(pending, acc)) return s;
+  // Whether a statement with accesses `acc` needs a barrier before it; if so, the barrier clears
+  // `pending`. `uniform`: every thread of the block runs the statement.
+  bool needs_barrier(Accesses& pending, const Accesses& acc, bool uniform) {
+    if (!conflicts(pending, acc)) return false;
     std::string buffers;
     for (const Variable* v : pending.writes) buffers += (buffers.empty() ? "" : ", ") + v->name;
     ANVIL_CHECK(uniform, "GPU kernel '", kernel_.name,
@@ -94,8 +95,10 @@ class BarrierInserter {
                 ") inside code that only some threads of the block run; bind the loops around it "
                 "so that every thread reaches the barrier");
     pending = Accesses{};
-    return Seq::make(Barrier::make(MemoryScope::kShared), s);
+    return true;
   }
+
+  static Stmt with_barrier(Stmt s) { return Seq::make(Barrier::make(MemoryScope::kShared), s); }
 
   Stmt sync(const Stmt& s, Accesses& pending, bool uniform) {
     if (const Seq* seq = s.as<Seq>()) {
@@ -119,7 +122,18 @@ class BarrierInserter {
     if (const For* loop = s.as<For>()) return sync_loop(loop, pending, acc, uniform);
     if (const IfThenElse* branch = s.as<IfThenElse>()) {
       bool u = uniform && !varies_by_thread(branch->condition);
-      Accesses before = pending, after_else = pending;
+      if (!u) {
+        // Only some threads enter: what it needs from before is synchronized before it.
+        bool barrier = needs_barrier(pending, acc, uniform);
+        Accesses inner_then, inner_else;
+        Stmt then_case = sync(branch->then_case, inner_then, false);
+        Stmt else_case;
+        if (branch->else_case.defined()) else_case = sync(branch->else_case, inner_else, false);
+        pending.add(acc);
+        Stmt out = IfThenElse::make(branch->condition, then_case, else_case);
+        return barrier ? with_barrier(out) : out;
+      }
+      Accesses after_else = pending;
       Stmt then_case = sync(branch->then_case, pending, u);
       Stmt else_case;
       if (branch->else_case.defined()) else_case = sync(branch->else_case, after_else, u);
@@ -127,9 +141,9 @@ class BarrierInserter {
       return IfThenElse::make(branch->condition, then_case, else_case);
     }
     // A leaf: a store, an evaluation.
-    Stmt out = barrier_before(s, pending, acc, uniform);
+    bool barrier = needs_barrier(pending, acc, uniform);
     pending.add(acc);
-    return out;
+    return barrier ? with_barrier(s) : s;
   }
 
   Stmt sync_loop(const For* loop, Accesses& pending, const Accesses& acc, bool uniform) {
@@ -142,13 +156,13 @@ class BarrierInserter {
       ANVIL_CHECK(u, "GPU kernel '", kernel_.name, "': loop '", loop->var->name,
                   "' must synchronize its threads between iterations, but only some threads "
                   "run it");
-      body = Seq::make(Barrier::make(MemoryScope::kShared), body);
+      body = with_barrier(body);
     }
     Stmt out = For::make(loop->var, loop->min, loop->extent, loop->kind, body, loop->thread_tag);
     // Its first accesses may be any of its accesses: against what precedes the loop.
-    out = barrier_before(out, pending, acc, uniform);
+    bool barrier = needs_barrier(pending, acc, uniform);
     pending.add(acc);
-    return out;
+    return barrier ? with_barrier(out) : out;
   }
 
   const DeviceKernel& kernel_;

@@ -32,6 +32,11 @@ TagSlot tag_slot(const std::string& tag) {
   return {tag.rfind("blockIdx.", 0) == 0, tag.back() - 'x'};
 }
 
+// A loop bound to blockIdx or threadIdx (not a virtual thread).
+bool is_real_thread(const For* op) {
+  return op->kind == ForKind::kThreadBinding && op->thread_tag.rfind("vthread", 0) != 0;
+}
+
 int64_t constant_bytes(const Buffer& b, const std::string& context) {
   int64_t bytes = int64_t{b->dtype.bytes()} * b->dtype.lanes();
   for (const Expr& e : b->shape) {
@@ -52,7 +57,7 @@ class ThreadExtents : public IRVisitor {
   std::map<std::string, DataType> type;
 
   void visit(const For* op) override {
-    if (op->kind == ForKind::kThreadBinding) {
+    if (is_real_thread(op)) {
       std::optional<int64_t> n = as_const_int(op->extent);
       ANVIL_CHECK(n && is_zero(op->min), context_, "loop '", op->var->name, "' is bound to ",
                   op->thread_tag, " over ", op->extent,
@@ -72,7 +77,7 @@ class ThreadExtents : public IRVisitor {
 };
 
 // Replaces each thread-bound loop by the kernel's index variable, guarded when the loop's extent
-// is smaller than the launch's.
+// is smaller than the launch's; a virtual thread's loop becomes an unrolled loop of each thread.
 class BindThreads : public IRMutator {
  public:
   BindThreads(const std::map<std::string, Var>& vars, const std::map<std::string, int64_t>& extent)
@@ -82,6 +87,9 @@ class BindThreads : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const For* op) override {
+    if (op->kind == ForKind::kThreadBinding && !is_real_thread(op)) {
+      return For::make(op->var, op->min, op->extent, ForKind::kUnrolled, mutate(op->body));
+    }
     if (op->kind != ForKind::kThreadBinding) return IRMutator::visit(op);
     const Var& index = vars_.at(op->thread_tag);
     Expr value = index.type() == op->var.type() ? Expr(index) : Cast::make(op->var.type(), index);
@@ -147,7 +155,7 @@ class Splitter {
       host(a->body);
     } else if (const AttrStmt* attr = s.as<AttrStmt>()) {
       host(attr->body);
-    } else if (const For* loop = s.as<For>(); loop && loop->kind == ForKind::kThreadBinding) {
+    } else if (const For* loop = s.as<For>(); loop && is_real_thread(loop)) {
       kernel(s, loop->var->name);
     } else if (serial_iterations(s) <= kMaxSingleThreadIterations) {
       // A little work outside every bound loop (a scalar, a short loop) runs on one thread.

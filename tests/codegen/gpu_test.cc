@@ -161,5 +161,45 @@ TEST(Gpu, MatMulSharedTilesCooperativeFetchLocalAccumulators) {
   }
 }
 
+// Virtual threads: each thread computes 2x2 outputs strided by the block's width (8), so that
+// neighbouring threads touch neighbouring elements; the shared tiles cover every virtual thread.
+TEST(Gpu, MatMulWithVirtualThreads) {
+  for (auto [m, n, k] : {std::tuple{32, 32, 16}, std::tuple{45, 40, 21}}) {
+    MatMul p(m, n, k);
+    Schedule s({p.C});
+    Tensor CL = s.cache_write(p.C, MemoryScope::kLocal);
+    Tensor AA = s.cache_read(p.A, MemoryScope::kShared, {CL});
+    std::vector<IterVar> t = s[p.C].tile(s[p.C].axis()[0], s[p.C].axis()[1], 16, 16);
+    auto [vy, ty] = s[p.C].split_nparts(t[2], 2);
+    auto [vx, tx] = s[p.C].split_nparts(t[3], 2);
+    s[p.C].reorder({t[0], t[1], vy, vx, ty, tx});
+    s[p.C].bind(t[0], "blockIdx.y");
+    s[p.C].bind(t[1], "blockIdx.x");
+    s[p.C].bind(vy, "vthread.y");
+    s[p.C].bind(vx, "vthread.x");
+    s[p.C].bind(ty, "threadIdx.y");
+    s[p.C].bind(tx, "threadIdx.x");
+    s[CL].compute_at(s[p.C], tx);
+    auto [ko, ki] = s[CL].split(s[CL].reduce_axis()[0], 4);
+    (void)ki;
+    s[AA].compute_at(s[CL], ko);
+    IterVar fused = s[AA].fuse(s[AA].axis()[0], s[AA].axis()[1]);
+    auto [outer, inner] = s[AA].split(fused, 64);
+    auto [y, x] = s[AA].split(inner, 8);
+    s[AA].bind(y, "threadIdx.y");
+    s[AA].bind(x, "threadIdx.x");
+    (void)outer;
+    ir::DeviceFunc f = lower_gpu(s, {p.A, p.B, p.C}, "kernel", Target::parse("opencl"));
+    ASSERT_EQ(f.kernels.size(), 1u);
+    EXPECT_EQ(f.kernels[0].block, (std::array<int64_t, 3>{8, 8, 1}));
+    if (m % 16 == 0 && k % 4 == 0) {
+      EXPECT_EQ(f.kernels[0].shared_bytes, 16 * 4 * 4);  // the 16 rows of all virtual threads
+    }
+    Values v = random_values({p.A, p.B, p.C}, 6);
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
+    check_gpu(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
+  }
+}
+
 }  // namespace
 }  // namespace anvil

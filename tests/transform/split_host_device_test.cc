@@ -132,9 +132,10 @@ TEST(SplitHostDevice, BindChecksItsArguments) {
   EXPECT_THAT(user_error([&] { s[S].bind(s[S].axis()[0], "threadIdx.w"); }),
               HasSubstr("'threadIdx.w' on stage 'S' is not a GPU thread index"));
   EXPECT_THAT(user_error([&] { s[S].bind(r, "threadIdx.x"); }), HasSubstr("reduction axis"));
-  auto [o, i] = s[S].split(s[S].axis()[0], 4);
-  s[S].bind(o, "threadIdx.x");
-  EXPECT_THAT(user_error([&] { s[S].bind(i, "threadIdx.x"); }), HasSubstr("binds two loops"));
+  std::pair<IterVar, IterVar> parts = s[S].split(s[S].axis()[0], 4);
+  s[S].bind(parts.first, "threadIdx.x");
+  EXPECT_THAT(user_error([&] { s[S].bind(parts.second, "threadIdx.x"); }),
+              HasSubstr("binds two loops"));
 }
 
 // A shared tile fetched by the block's threads, then read by all of them, inside a loop: one
