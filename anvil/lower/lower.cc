@@ -7,6 +7,7 @@
 #include "anvil/ir/printer.h"
 #include "anvil/support/error.h"
 #include "anvil/transform/flatten_storage.h"
+#include "anvil/transform/inject_double_buffer.h"
 #include "anvil/transform/partition_loops.h"
 #include "anvil/transform/remove_no_op.h"
 #include "anvil/transform/split_host_device.h"
@@ -59,7 +60,7 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   };
 
   if (!options.stop_after.empty()) {
-    const char* const passes[] = {"loops",     "flatten", "simplify", "partition",
+    const char* const passes[] = {"loops",     "flatten", "simplify", "double_buffer", "partition",
                                   "vectorize", "unroll",  "storage",  "no_op"};
     std::string names;
     for (const char* p : passes) names += (names.empty() ? "" : ", ") + std::string(p);
@@ -86,6 +87,7 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   step("loops",     [&] { s = te::schedule_to_loops(schedule); });
   step("flatten",   [&] { f.body = s; f = transform::flatten_storage(f); s = f.body; });
   step("simplify",  [&] { s = arith::simplify(s); });
+  step("double_buffer", [&] { s = transform::inject_double_buffer(s); });
   step("partition", [&] { s = transform::partition_loops(s); });
   step("vectorize", [&] { s = transform::vectorize_loops(s); });
   step("unroll",    [&] { s = transform::unroll_loops(s); });

@@ -248,6 +248,14 @@ void Stage::bind(const IterVar& axis, const std::string& thread_tag) {
   state().attrs[axis.get()].thread_tag = thread_tag;
 }
 
+void Stage::double_buffer() {
+  ANVIL_CHECK(
+      state().scope == MemoryScope::kShared, "double_buffer: stage '", name(), "' is in ",
+      memory_scope_name(state().scope),
+      " memory; only a shared-memory stage (cache_read into shared) can be double-buffered");
+  state().double_buffer = true;
+}
+
 void Stage::pragma(const IterVar& axis, const std::string& key, Expr value) {
   leaf_position(axis, "pragma");
   ANVIL_CHECK(!key.empty(), "pragma on stage '", name(), "': empty key");

@@ -53,6 +53,7 @@ struct StageState {
   IterVar attach_axis;
   ir::MemoryScope scope = ir::MemoryScope::kGlobal;
   std::vector<StorageAlign> aligns;
+  bool double_buffer = false;
   bool is_output = false;
 };
 
@@ -98,6 +99,10 @@ class Stage {
   // outputs can be strided by the block's width, for coalesced accesses).
   void bind(const IterVar& axis, const std::string& thread_tag);
   void pragma(const IterVar& axis, const std::string& key, Expr value = Expr(1));
+  // A shared-memory stage computed inside a loop gets two buffers: each iteration computes into
+  // one the next iteration's region while the other is read (transform/inject_double_buffer.h),
+  // so the fetch of the next tile overlaps this tile's use, with one barrier per iteration.
+  void double_buffer();
   // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.
   void storage_align(const IterVar& axis, int64_t factor, int64_t offset);
 

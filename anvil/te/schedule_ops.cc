@@ -477,8 +477,10 @@ class LoopBuilder {
         if (found != attached_.end()) {
           const std::vector<int>& producers = found->second;
           for (auto p = producers.rbegin(); p != producers.rend(); ++p) {
-            body = Allocate::make(realized_[static_cast<size_t>(*p)].buffer,
-                                  Seq::make(stage_stmt(*p), body));
+            const Buffer& buffer = realized_[static_cast<size_t>(*p)].buffer;
+            body = Allocate::make(buffer, Seq::make(stage_stmt(*p), body));
+            if (stages_[static_cast<size_t>(*p)].double_buffer)
+              body = AttrStmt::make("double_buffer", buffer->data, Expr(1), body);
           }
         }
       }

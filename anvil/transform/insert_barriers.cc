@@ -39,25 +39,27 @@ bool intersects(const VarSet& a, const VarSet& b) {
 }
 
 // The shared-memory accesses anywhere inside a statement or expression.
+// Buffers a pass has synchronized itself (inject_double_buffer's) are left out.
 class SharedAccesses : public IRVisitor {
  public:
+  explicit SharedAccesses(const VarSet& synced) : synced_(synced) {}
   using IRVisitor::visit;
   Accesses acc;
   void visit(const Load* op) override {
-    if (op->buffer->scope == MemoryScope::kShared) acc.reads.insert(op->buffer->data.get());
+    if (tracked(op->buffer)) acc.reads.insert(op->buffer->data.get());
     IRVisitor::visit(op);
   }
   void visit(const Store* op) override {
-    if (op->buffer->scope == MemoryScope::kShared) acc.writes.insert(op->buffer->data.get());
+    if (tracked(op->buffer)) acc.writes.insert(op->buffer->data.get());
     IRVisitor::visit(op);
   }
-};
 
-Accesses accesses_of(const Stmt& s) {
-  SharedAccesses v;
-  v.visit(s);
-  return v.acc;
-}
+ private:
+  bool tracked(const Buffer& b) const {
+    return b->scope == MemoryScope::kShared && !synced_.count(b->data.get());
+  }
+  const VarSet& synced_;
+};
 
 class BarrierInserter {
  public:
@@ -65,6 +67,18 @@ class BarrierInserter {
     for (const auto& [var, tag] : k.thread_vars) {
       if (tag.rfind("threadIdx", 0) == 0) thread_vars_.push_back(var.get());
     }
+    struct Synced : IRVisitor {
+      using IRVisitor::visit;
+      VarSet vars;
+      void visit(const AttrStmt* op) override {
+        if (op->key == "double_buffer_synced") {
+          if (const Variable* v = op->node.as<Variable>()) vars.insert(v);
+        }
+        IRVisitor::visit(op);
+      }
+    } synced;
+    synced.visit(k.body);
+    synced_ = synced.vars;
   }
 
   Stmt run() {
@@ -117,6 +131,10 @@ class BarrierInserter {
     if (const AttrStmt* attr = s.as<AttrStmt>()) {
       return AttrStmt::make(attr->key, attr->node, attr->value, sync(attr->body, pending, uniform));
     }
+    if (s.as<Barrier>()) {  // placed by an earlier pass: everything before it is visible
+      if (uniform) pending = Accesses{};
+      return s;
+    }
     Accesses acc = accesses_of(s);
     if (acc.empty()) return s;
     if (const For* loop = s.as<For>()) return sync_loop(loop, pending, acc, uniform);
@@ -165,8 +183,15 @@ class BarrierInserter {
     return barrier ? with_barrier(out) : out;
   }
 
+  Accesses accesses_of(const Stmt& s) const {
+    SharedAccesses v(synced_);
+    v.visit(s);
+    return v.acc;
+  }
+
   const DeviceKernel& kernel_;
   std::vector<const Variable*> thread_vars_;
+  VarSet synced_;
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 
 #include "anvil/ir/op.h"
+#include "anvil/ir/printer.h"
+#include "anvil/ir/visitor.h"
 #include "anvil/te/schedule.h"
 #include "codegen/gpu_testing.h"
 
@@ -38,6 +40,23 @@ struct MatMul {
     return c;
   }
 };
+
+// How many barriers a thread passes through `s` (loops of constant extent; both branches of an if).
+int64_t barriers_executed(const ir::Stmt& s) {
+  struct Count : ir::IRVisitor {
+    using ir::IRVisitor::visit;
+    int64_t n = 0, scale = 1;
+    void visit(const ir::Barrier*) override { n += scale; }
+    void visit(const ir::For* op) override {
+      int64_t outer = scale;
+      scale *= *ir::as_const_int(op->extent);
+      ir::IRVisitor::visit(op);
+      scale = outer;
+    }
+  } count;
+  count.visit(s);
+  return count.n;
+}
 
 TEST(Gpu, ElementwiseWithTail) {
   int n = 1000;  // not a multiple of the block: the last block's threads past n do nothing
@@ -196,6 +215,45 @@ TEST(Gpu, MatMulWithVirtualThreads) {
       EXPECT_EQ(f.kernels[0].shared_bytes, 16 * 4 * 4);  // the 16 rows of all virtual threads
     }
     Values v = random_values({p.A, p.B, p.C}, 6);
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
+    check_gpu(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
+  }
+}
+
+// Double buffering: the tiles of A and B for step ko + 1 are fetched into the other halves of
+// their shared buffers while step ko's are read; one barrier per step (and one after the first
+// fetch) instead of two.
+TEST(Gpu, MatMulWithDoubleBufferedSharedTiles) {
+  for (auto [m, n, k] : {std::tuple{32, 32, 32}, std::tuple{40, 35, 27}}) {
+    MatMul p(m, n, k);
+    Schedule s({p.C});
+    Tensor CL = s.cache_write(p.C, MemoryScope::kLocal);
+    Tensor AA = s.cache_read(p.A, MemoryScope::kShared, {CL});
+    Tensor BB = s.cache_read(p.B, MemoryScope::kShared, {CL});
+    std::vector<IterVar> t = s[p.C].tile(s[p.C].axis()[0], s[p.C].axis()[1], 16, 16);
+    s[p.C].bind(t[0], "blockIdx.y");
+    s[p.C].bind(t[1], "blockIdx.x");
+    s[p.C].bind(t[2], "threadIdx.y");
+    s[p.C].bind(t[3], "threadIdx.x");
+    s[CL].compute_at(s[p.C], t[3]);
+    auto [ko, ki] = s[CL].split(s[CL].reduce_axis()[0], 8);
+    (void)ki;
+    for (const Tensor& shared : {AA, BB}) {
+      s[shared].compute_at(s[CL], ko);
+      s[shared].double_buffer();
+      IterVar fused = s[shared].fuse(s[shared].axis()[0], s[shared].axis()[1]);
+      auto [outer, inner] = s[shared].split(fused, 256);
+      auto [y, x] = s[shared].split(inner, 16);
+      s[shared].bind(y, "threadIdx.y");
+      s[shared].bind(x, "threadIdx.x");
+      (void)outer;
+    }
+    ir::DeviceFunc f = lower_gpu(s, {p.A, p.B, p.C}, "kernel", Target::parse("opencl"));
+    ASSERT_EQ(f.kernels.size(), 1u);
+    EXPECT_EQ(f.kernels[0].shared_bytes, 2 * (16 * 8 + 8 * 16) * 4);  // two halves each
+    // Barriers a thread passes: one after the first fetch, then one per step of 8.
+    EXPECT_EQ(barriers_executed(f.kernels[0].body), 1 + (k + 7) / 8) << f.kernels[0].body;
+    Values v = random_values({p.A, p.B, p.C}, 7);
     SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
     check_gpu(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
   }

@@ -132,6 +132,9 @@ TEST(SplitHostDevice, BindChecksItsArguments) {
   EXPECT_THAT(user_error([&] { s[S].bind(s[S].axis()[0], "threadIdx.w"); }),
               HasSubstr("'threadIdx.w' on stage 'S' is not a GPU thread index"));
   EXPECT_THAT(user_error([&] { s[S].bind(r, "threadIdx.x"); }), HasSubstr("reduction axis"));
+  EXPECT_THAT(user_error([&] { s[S].double_buffer(); }),
+              HasSubstr("only a shared-memory stage (cache_read into shared) can be "
+                        "double-buffered"));
   std::pair<IterVar, IterVar> parts = s[S].split(s[S].axis()[0], 4);
   s[S].bind(parts.first, "threadIdx.x");
   EXPECT_THAT(user_error([&] { s[S].bind(parts.second, "threadIdx.x"); }),
