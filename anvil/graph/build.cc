@@ -11,6 +11,8 @@
 //      anchor's output (an intermediate of the kernel), the epilogue stages inlined into the group
 //      output and that scheduled by the sink's schedule;
 //   3. the default loop nests (correct, unoptimized), recorded in the summary.
+// For a GPU target every group takes ops::schedule_gpu_default and lower_gpu; the kernels and
+// their host library are compiled without a device, and loaded only when the device is there.
 #include "anvil/graph/build.h"
 
 #include <algorithm>
@@ -283,7 +285,8 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     args.insert(args.end(), f.outputs.begin(), f.outputs.end());
 
     const ops::OpDef& def = ops::lookup(snode.op);
-    if (options.config_for) {
+    // Tuning records are the CPU schedules' configurations; GPU kernels take none yet.
+    if (options.config_for && !target.is_gpu()) {
       std::vector<ops::TensorType> types;
       for (ValueId v : snode.inputs) types.push_back(gr.value(v).type);
       if (std::optional<ops::Config> c = options.config_for(snode.op, types, snode.attrs)) {
