@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/module.h"
+#include "anvil/support/temp_dir.h"
 
 namespace {
 
@@ -498,11 +500,9 @@ class GpuModule : public OpenCL {
  protected:
   void SetUp() override {
     OpenCL::SetUp();
-    std::string pattern = (fs::temp_directory_path() / "anvil_device_test_XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir = pattern;
+    scratch = std::make_unique<anvil::TempDir>("anvil_device_test_", "the test's libraries");
+    dir = scratch->path();
   }
-  void TearDown() override { fs::remove_all(dir); }
 
   // Compiles C `source` into dir/name and returns the library's path. AnvilDeviceLaunch and the
   // checks stay undefined in it: dlopen binds them to the runtime this test links.
@@ -517,6 +517,7 @@ class GpuModule : public OpenCL {
     return library.string();
   }
 
+  std::unique_ptr<anvil::TempDir> scratch;  // removed with everything in it
   fs::path dir;
 };
 
