@@ -520,10 +520,7 @@ std::vector<float> extract_features(const Task& task, const ops::Config& config)
     LowerOptions options;
     options.stop_after = "simplify";
     ir::LoweredFunc f = lower_candidate(task, target, config, nullptr, options);
-    const ops::OpDef& def = ops::lookup(task.op);
-    ops::ConfigSpace space =
-        def.space ? def.space(task.inputs, task.attrs, target) : ops::ConfigSpace{};
-    return loop_nest_features(f.body, space, config);
+    return loop_nest_features(f.body, task.space(), config);
   } catch (const std::exception& e) {
     std::string knobs;
     for (const auto& [name, value] : config)

@@ -97,9 +97,7 @@ std::string Task::str() const {
 }
 
 ops::ConfigSpace Task::space() const {
-  const ops::OpDef& def = ops::lookup(op);
-  if (!def.space) return {};
-  return def.space(inputs, attrs, Target::parse(target));
+  return ops::space_for(ops::lookup(op), inputs, attrs, Target::parse(target));
 }
 
 std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
@@ -176,8 +174,7 @@ ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const op
                                 std::vector<ops::TensorType>* out_types,
                                 const LowerOptions& options) {
   const ops::OpDef& def = ops::lookup(task.op);
-  ANVIL_CHECK(def.compute && def.schedule_x86, "operator '", task.op,
-              "' has no compute or x86 schedule");
+  ANVIL_CHECK(def.compute, "operator '", task.op, "' has no compute");
   std::vector<ops::TensorType> types = def.infer(task.inputs, task.attrs);
   if (out_types) *out_types = types;
   std::vector<te::Tensor> ins;
@@ -186,7 +183,7 @@ ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const op
                                   "in" + std::to_string(i)));
   std::vector<te::Tensor> outs = def.compute(ins, task.attrs);
   te::Schedule s(outs);
-  def.schedule_x86(s, outs, target, config);
+  ops::schedule_for(def, s, outs, task.attrs, target, config);
   std::vector<te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
   return lower(s, args, "candidate", options);

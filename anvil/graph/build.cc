@@ -11,7 +11,8 @@
 //      anchor's output (an intermediate of the kernel), the epilogue stages inlined into the group
 //      output and that scheduled by the sink's schedule;
 //   3. the default loop nests (correct, unoptimized), recorded in the summary.
-// For a GPU target every group takes ops::schedule_gpu_default and lower_gpu; the kernels and
+// For a GPU target every group takes its anchor op's GPU schedule (ops::schedule_gpu_default when
+// it has none or it refuses the group) and lower_gpu; the kernels and
 // their host library are compiled without a device, and loaded only when the device is there.
 #include "anvil/graph/build.h"
 
@@ -285,8 +286,7 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     args.insert(args.end(), f.outputs.begin(), f.outputs.end());
 
     const ops::OpDef& def = ops::lookup(snode.op);
-    // Tuning records are the CPU schedules' configurations; GPU kernels take none yet.
-    if (options.config_for && !target.is_gpu()) {
+    if (options.config_for) {
       std::vector<ops::TensorType> types;
       for (ValueId v : snode.inputs) types.push_back(gr.value(v).type);
       if (std::optional<ops::Config> c = options.config_for(snode.op, types, snode.attrs)) {
@@ -295,17 +295,34 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
       }
     }
     if (target.is_gpu()) {
-      te::Schedule s(f.outputs);
-      try {
-        ops::schedule_gpu_default(s, f.outputs, target);
-        cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
-      } catch (const InternalError&) {
-        throw;
-      } catch (const Error& e) {
-        ANVIL_FAIL("build: kernel ", k.name, " (nodes ", node_list(gr, group.nodes),
-                   ") cannot be compiled for '", target.str(), "': ", e.what());
+      // The op's GPU schedule (with its tuned configuration, if any), else the default one.
+      std::string why;
+      if (def.schedule_gpu) {
+        try {
+          te::Schedule s(f.outputs);
+          def.schedule_gpu(s, f.outputs, snode.attrs, target, k.config);
+          cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
+          k.schedule = snode.op + " GPU schedule";
+        } catch (const InternalError&) {
+          throw;
+        } catch (const Error& e) {
+          why = e.what();
+        }
       }
-      k.schedule = "default GPU schedule";
+      if (k.schedule.empty()) {
+        try {
+          te::Schedule s(f.outputs);
+          ops::schedule_gpu_default(s, f.outputs, target);
+          cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
+        } catch (const InternalError&) {
+          throw;
+        } catch (const Error& e) {
+          ANVIL_FAIL("build: kernel ", k.name, " (nodes ", node_list(gr, group.nodes),
+                     ") cannot be compiled for '", target.str(), "': ", e.what());
+        }
+        k.schedule = why.empty() ? "default GPU schedule" : "default GPU schedule (" + why + ")";
+        k.tuned = false;
+      }
       cg.kernels_.push_back(std::move(k));
       continue;
     }

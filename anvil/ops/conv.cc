@@ -40,6 +40,7 @@
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
@@ -515,6 +516,32 @@ void conv_schedule(const std::string& op, te::Schedule& s, const std::vector<te:
   if (k.unroll_kw) si.unroll(rax.back());
 }
 
+// ---- GPU schedule: the tiled one (schedule_gpu.h) over (output channels, rows, columns):
+// default 4 channel threads x 4 channels each, 8 x 8 pixel threads, input channels in steps of
+// up to 8 through shared memory (a depthwise convolution has one: its step is the whole kernel).
+std::vector<GpuTileAxis> conv_gpu_axes(size_t dims) {
+  std::vector<GpuTileAxis> axes = {{"f", 4, 4}};
+  if (dims == 2) axes.push_back({"y", 8, 1});
+  axes.push_back({"x", 8, 1});
+  return axes;
+}
+constexpr int64_t kConvGpuMaxKTile = 8;
+
+// Grouped convolutions with several output channels per group (not depthwise) take the default
+// GPU schedule: a tile of channels across groups reads an input-channel range whose size the
+// tiled schedule cannot make static.
+bool conv_gpu_tiled(const ConvParams& p) {
+  return p.group == 1 || p.O == p.group;  // as schedule_gpu decides from the attributes
+}
+
+ConfigSpace conv_gpu_space(const std::string& op, const std::vector<TensorType>& in,
+                           const Attrs& attrs, const Target& target) {
+  ConvParams p = parse(op, in, attrs);
+  if (!conv_gpu_tiled(p)) return {};
+  return gpu_tiled_space(out_shape(p), p.C / p.group, conv_gpu_axes(p.dims), kConvGpuMaxKTile,
+                         target);
+}
+
 void register_conv(const std::string& name) {
   OpDef def;
   def.name = name;
@@ -534,6 +561,15 @@ void register_conv(const std::string& name) {
   def.space = [name](const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
     return conv_space(name, in, attrs, target);
   };
+  def.schedule_gpu = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs& attrs,
+                        const Target& target, const Config& config) {
+    std::vector<int64_t> out = shape_of(outs[0]);
+    int64_t group = attrs.get_int("group", 1);
+    if (group != 1 && group != out[1]) return schedule_gpu_default(s, outs, target);
+    schedule_gpu_tiled(s, outs, conv_gpu_axes(out.size() - 2), kConvGpuMaxKTile, config);
+  };
+  def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,
+                         const Target& target) { return conv_gpu_space(name, in, attrs, target); };
   register_op(std::move(def));
 }
 

@@ -71,6 +71,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/recurrent_dense.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -570,6 +571,77 @@ ConfigSpace matmul_space(const std::string& op, const std::vector<TensorType>& i
   return problem_space(analyze(op, in, attrs), target);
 }
 
+// ---- GPU schedule: the tiled one (schedule_gpu.h) over (rows, columns), batches on
+// blockIdx.z: default up to 8 row threads x 2 rows each, 32 column threads x 2 columns each, K in
+// steps of up to 16 through shared memory.
+const std::vector<GpuTileAxis> kMatmulGpuAxes = {{"m", 8, 2}, {"n", 32, 2}};
+constexpr int64_t kMatmulGpuMaxKTile = 16;
+
+// The dot path (few rows against a transposed B): a block of n_threads outputs x kDotLanes
+// threads, a thread (output, lane) summing its lane of K into shared memory (coalesced reads of
+// B's rows), then each output's threads reducing the lanes (every lane's thread alike; they
+// write the same value). Default: the largest divisor of N up to 16 (256 threads).
+int64_t dot_gpu_default(const Problem& p) {
+  for (int64_t t = std::min<int64_t>(16, p.N); t > 1; --t)
+    if (p.N % t == 0) return t;
+  return 1;
+}
+
+ConfigSpace dot_gpu_space(const Problem& p, const Target& target) {
+  Knob k{"n_threads", {dot_gpu_default(p)}};
+  for (int64_t t : {1, 2, 4, 8, 16, 32, 64})
+    if (t != k.values[0] && p.N % t == 0 && t * kDotLanes <= target.max_threads_per_block)
+      k.values.push_back(t);
+  return {k};
+}
+
+void schedule_dot_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs, te::Tensor part,
+                      const Config& config) {
+  using ir::MemoryScope;
+  const te::Tensor& out = outs[0];
+  std::vector<int64_t> shape = shape_of(out);
+  int64_t N = shape.back();
+  int64_t t = N;
+  for (t = std::min<int64_t>(16, N); t > 1 && N % t != 0;) --t;
+  t = knob(config, "n_threads", t);
+  ANVIL_CHECK(t >= 1 && N % t == 0, "GPU schedule of '", out.name(), "': n_threads ", t,
+              " does not divide N = ", N);
+  te::Tensor acc;
+  for (const te::Stage& st : s.stages())
+    if (!st.reduce_axis().empty() && !st.tensor().same_as(part)) acc = st.tensor();
+  ANVIL_ICHECK(acc.defined(), "schedule_dot_gpu: no final reduction of '", part.name(), "'");
+  if (acc.same_as(out)) {
+    acc = s.cache_write(out, MemoryScope::kLocal);
+  } else {
+    s[acc].set_scope(MemoryScope::kLocal);
+  }
+  for (te::Stage& st : s.stages()) {
+    te::Tensor x = st.tensor();
+    if (x.is_compute() && st.reduce_axis().empty() && !x.same_as(out) && !x.same_as(acc))
+      st.compute_inline();
+  }
+  te::Stage so = s[out];
+  std::vector<te::IterVar> axes = so.axis();
+  auto [bn, tn] = so.split(axes.back(), t);
+  so.bind(bn, "blockIdx.x");
+  so.bind(tn, "threadIdx.y");
+  if (axes.size() >= 2) so.bind(axes[axes.size() - 2], "blockIdx.y");
+  if (axes.size() >= 3) {
+    te::IterVar z = axes[0];
+    for (size_t d = 1; d + 2 < axes.size(); ++d) z = so.fuse(z, axes[d]);
+    so.bind(z, "blockIdx.z");
+  }
+  s[acc].compute_at(so, tn);
+  // The partial sums at the accumulator's loops: a shared stage covers every thread of the
+  // block, so its region is the block's outputs x lanes.
+  te::Stage sp = s[part];
+  sp.set_scope(MemoryScope::kShared);
+  sp.compute_at(s[acc], s[acc].axis().back());
+  std::vector<te::IterVar> paxes = sp.axis();
+  sp.bind(paxes[paxes.size() - 2], "threadIdx.y");
+  sp.bind(paxes.back(), "threadIdx.x");
+}
+
 void register_matmul_like(const std::string& name) {
   OpDef def;
   def.name = name;
@@ -590,6 +662,28 @@ void register_matmul_like(const std::string& name) {
   };
   def.space = [name](const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
     return matmul_space(name, in, attrs, target);
+  };
+  def.schedule_gpu = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs&,
+                        const Target&, const Config& config) {
+    std::vector<te::Stage> stages = s.stages();
+    // The dot path's partial sums: the reduction with a lane dimension past the output's.
+    size_t dims = outs[0]->shape.size();
+    auto part = std::find_if(stages.begin(), stages.end(), [&](const te::Stage& st) {
+      return !st.reduce_axis().empty() && st.axis().size() == dims + 1;
+    });
+    if (part != stages.end()) return schedule_dot_gpu(s, outs, part->tensor(), config);
+    // B packed into panels (the CPU's layout, chosen by the compute for M >= kPackMinRows) is
+    // read through the packing from global memory: a tile of columns that is not a multiple of
+    // the panel covers a number of panels that varies between blocks, which a shared copy of
+    // static size cannot hold.
+    schedule_gpu_tiled(s, outs, kMatmulGpuAxes, kMatmulGpuMaxKTile, config,
+                       [](const te::Tensor& t) { return t.name().ends_with("_packed"); });
+  };
+  def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,
+                         const Target& target) {
+    Problem p = analyze(name, in, attrs);
+    if (dot_path(p)) return dot_gpu_space(p, target);
+    return gpu_tiled_space(out_shape(p), p.K, kMatmulGpuAxes, kMatmulGpuMaxKTile, target);
   };
   register_op(std::move(def));
 }

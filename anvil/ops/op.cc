@@ -5,6 +5,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -143,6 +144,26 @@ std::vector<std::string> registered_ops() {
   std::vector<std::string> names;
   for (const auto& [name, _] : registry()) names.push_back(name);
   return names;
+}
+
+ConfigSpace space_for(const OpDef& def, const std::vector<TensorType>& inputs, const Attrs& attrs,
+                      const Target& target) {
+  if (target.is_gpu()) return def.space_gpu ? def.space_gpu(inputs, attrs, target) : ConfigSpace{};
+  return def.space ? def.space(inputs, attrs, target) : ConfigSpace{};
+}
+
+void schedule_for(const OpDef& def, te::Schedule& s, const std::vector<te::Tensor>& outs,
+                  const Attrs& attrs, const Target& target, const Config& config) {
+  if (target.is_gpu()) {
+    if (def.schedule_gpu) {
+      def.schedule_gpu(s, outs, attrs, target, config);
+    } else {
+      schedule_gpu_default(s, outs, target);
+    }
+    return;
+  }
+  ANVIL_CHECK(def.schedule_x86, "operator '", def.name, "' has no x86 schedule");
+  def.schedule_x86(s, outs, target, config);
 }
 
 std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape) {

@@ -96,6 +96,13 @@ struct OpDef {
       schedule_x86;
   // The knobs the tuner may search for these input types (empty when there is nothing to tune).
   std::function<ConfigSpace(const std::vector<TensorType>&, const Attrs&, const Target&)> space;
+  // Optional: the operator's own GPU schedule and its knobs, as schedule_x86 and space are for
+  // the CPU (absent: schedule_gpu_default, nothing to tune). The schedule also gets the op's
+  // attributes.
+  std::function<void(te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs& attrs,
+                     const Target& target, const Config& config)>
+      schedule_gpu;
+  std::function<ConfigSpace(const std::vector<TensorType>&, const Attrs&, const Target&)> space_gpu;
   // Optional: inputs of these types on which the op is defined, when uniform random values are
   // not (Winograd's transformed weight must be the transform of a 3x3 one); the tuner checks its
   // candidates on them. `random(shape)` gives an array of uniform floats.
@@ -110,6 +117,15 @@ struct OpDef {
 void register_op(OpDef def);
 const OpDef& lookup(const std::string& name);
 std::vector<std::string> registered_ops();
+
+// The knobs of `def` for these inputs on `target`: space, or space_gpu on a GPU target (empty
+// when the op has none there).
+ConfigSpace space_for(const OpDef& def, const std::vector<TensorType>& inputs, const Attrs& attrs,
+                      const Target& target);
+// Schedules `outs` in `s` for `target` with `config`: schedule_x86, or on a GPU target the op's
+// schedule_gpu (schedule_gpu_default when it has none).
+void schedule_for(const OpDef& def, te::Schedule& s, const std::vector<te::Tensor>& outs,
+                  const Attrs& attrs, const Target& target, const Config& config);
 
 // Helpers shared by the families.
 std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape);

@@ -1,10 +1,12 @@
 #include "anvil/ops/schedule_gpu.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "anvil/ir/op.h"
 #include "anvil/support/error.h"
+#include "anvil/te/tensor.h"
 
 namespace anvil::ops {
 
@@ -24,7 +26,7 @@ void bind_blocks(te::Stage st, int64_t threads) {
 
 // A reduction to a scalar over more than `threads` elements of its longest reduction axis:
 // `threads` partial results, each reduced by a thread of its own, then reduced by one thread.
-void scalar_reduction(te::Schedule& s, const te::Tensor& t, int64_t threads) {
+void scalar_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
   te::IterVar longest;
   int64_t extent = 0;
   for (const te::IterVar& r : t->reduce_axis) {
@@ -41,7 +43,213 @@ void scalar_reduction(te::Schedule& s, const te::Tensor& t, int64_t threads) {
   bind_blocks(s[partial], threads);
 }
 
+// A reduction with few outputs over a long axis (a softmax's row, a mean over a large map): a
+// block per output whose threads each reduce a strided share of the longest reduction axis
+// (coalesced) into shared memory, then reduce those partial results (every thread alike: they
+// write the same value). Returns false, leaving the stage alone, when one thread per output
+// suits it better.
+bool cross_thread_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
+  constexpr int64_t kMaxOutputs = 4096, kMinExtent = 64;
+  int64_t outputs = 1;
+  for (const te::IterVar& a : s[t].axis()) outputs *= ir::as_const_int(a->dom.extent).value_or(0);
+  te::IterVar longest;
+  int64_t extent = 0;
+  for (const te::IterVar& r : s[t].reduce_axis()) {
+    std::optional<int64_t> n = ir::as_const_int(r->dom.extent);
+    if (n && *n > extent) {
+      extent = *n;
+      longest = r;
+    }
+  }
+  if (outputs == 0 || outputs > kMaxOutputs || extent < kMinExtent) return false;
+  int64_t lanes = 1;
+  while (lanes * 2 <= std::min(extent, threads)) lanes *= 2;
+  te::Stage st = s[t];
+  auto [outer, lane] = st.split(longest, lanes);
+  (void)outer;
+  te::Tensor part = s.rfactor(t, lane);
+  const std::vector<te::IterVar>& axes = st.axis();
+  te::IterVar block = axes[0];
+  for (size_t d = 1; d < axes.size(); ++d) block = st.fuse(block, axes[d]);
+  st.bind(block, "blockIdx.x");
+  te::Stage sp = s[part];
+  sp.set_scope(ir::MemoryScope::kShared);
+  sp.compute_at(st, block);
+  sp.bind(sp.axis().back(), "threadIdx.x");
+  return true;
+}
+
+int64_t largest_divisor(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+// The default rule of the tiled schedule: per axis, threads and inner outputs.
+struct TileRule {
+  std::vector<int64_t> threads, inner;
+  int64_t k_tile = 1;
+};
+
+TileRule tile_rule(const std::vector<int64_t>& out, int64_t k, const std::vector<GpuTileAxis>& axes,
+                   int64_t max_k_tile) {
+  TileRule r;
+  size_t first = out.size() - axes.size();
+  for (size_t j = 0; j < axes.size(); ++j) {
+    int64_t e = out[first + j];
+    int64_t t = largest_divisor(e, axes[j].max_threads);
+    r.threads.push_back(t);
+    r.inner.push_back(largest_divisor(e / t, axes[j].max_inner));
+  }
+  r.k_tile = largest_divisor(k, max_k_tile);
+  return r;
+}
+
+// The default first, then the candidates that divide `n` (and are at most `cap`).
+std::vector<int64_t> divisor_values(int64_t def, int64_t n,
+                                    std::initializer_list<int64_t> candidates, int64_t cap) {
+  std::vector<int64_t> v = {def};
+  for (int64_t c : candidates)
+    if (c != def && c <= cap && n % c == 0) v.push_back(c);
+  return v;
+}
+
 }  // namespace
+
+ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
+                            const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
+                            const Target& target) {
+  ANVIL_ICHECK(axes.size() <= out.size(), "gpu_tiled_space: more tiled axes than dimensions");
+  TileRule r = tile_rule(out, k, axes, max_k_tile);
+  ConfigSpace space;
+  size_t first = out.size() - axes.size();
+  for (size_t j = 0; j < axes.size(); ++j) {
+    int64_t e = out[first + j];
+    space.push_back({axes[j].name + "_threads",
+                     divisor_values(r.threads[j], e, {1, 2, 4, 8, 16, 32, 64, 128, 256},
+                                    target.max_threads_per_block)});
+    space.push_back({axes[j].name + "_inner", divisor_values(r.inner[j], e, {1, 2, 4, 8}, e)});
+  }
+  space.push_back({"k_tile", divisor_values(r.k_tile, k, {1, 2, 4, 8, 16, 32}, k)});
+  space.push_back({"double_buffer", {0, 1}});
+  return space;
+}
+
+void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                        const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
+                        const Config& config,
+                        const std::function<bool(const te::Tensor&)>& global) {
+  using ir::MemoryScope;
+  ANVIL_CHECK(outs.size() == 1, "tiled GPU schedule: ", outs.size(), " outputs (one expected)");
+  const te::Tensor& out = outs[0];
+  std::vector<int64_t> shape = shape_of(out);
+  ANVIL_CHECK(axes.size() <= 3 && axes.size() <= shape.size(), "tiled GPU schedule: ", axes.size(),
+              " tiled axes for output '", out.name(), "' of ", shape.size(), " dimensions");
+  // The one reduction; an output that is itself the reduction accumulates in a local copy.
+  te::Tensor acc;
+  for (const te::Stage& st : s.stages()) {
+    if (!st.tensor().is_compute() || st.reduce_axis().empty()) continue;
+    ANVIL_CHECK(!acc.defined(), "tiled GPU schedule: two reductions ('", acc.name(), "', '",
+                st.name(), "')");
+    acc = st.tensor();
+  }
+  ANVIL_CHECK(acc.defined(), "tiled GPU schedule: '", out.name(), "' has no reduction");
+  ANVIL_CHECK(shape_of(acc) == shape, "tiled GPU schedule: reduction '", acc.name(), "' is ",
+              list_str(shape_of(acc)), ", the output '", out.name(), "' ", list_str(shape));
+  if (acc.same_as(out)) {
+    acc = s.cache_write(out, MemoryScope::kLocal);
+  } else {
+    s[acc].set_scope(MemoryScope::kLocal);
+  }
+  int64_t k = *ir::as_const_int(s[acc].reduce_axis()[0]->dom.extent);
+  TileRule rule = tile_rule(shape, k, axes, max_k_tile);
+
+  // Shared copies of what acc reads (as scheduled: a producer already inlined is not read), made
+  // before the remaining producers are inlined into them.
+  std::vector<te::Tensor> reads;
+  const ir::Expr body = s.state().stages[static_cast<size_t>(s[acc].index())].body;
+  for (const te::Stage& st : s.stages())
+    if (te::reads_buffer(body, st.tensor()->buffer.get()) && !(global && global(st.tensor())))
+      reads.push_back(st.tensor());
+  std::vector<te::Tensor> shared;
+  for (const te::Tensor& in : reads)
+    shared.push_back(s.cache_read(in, MemoryScope::kShared, {acc}));
+  for (te::Stage& st : s.stages()) {
+    te::Tensor t = st.tensor();
+    bool keep = !t.is_compute() || t.same_as(out) || t.same_as(acc) ||
+                std::any_of(shared.begin(), shared.end(),
+                            [&](const te::Tensor& c) { return c.same_as(t); });
+    if (!keep) st.compute_inline();
+  }
+
+  // The output's tiles: blocks, threads, inner outputs.
+  te::Stage so = s[out];
+  std::vector<te::IterVar> all = so.axis();
+  size_t n = axes.size(), first = all.size() - n;
+  std::vector<te::IterVar> blocks(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(first));
+  std::vector<te::IterVar> threads, inner;
+  std::vector<int64_t> thread_counts;
+  for (size_t j = 0; j < n; ++j) {
+    int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
+    int64_t f = knob(config, axes[j].name + "_inner", rule.inner[j]);
+    int64_t e = shape[first + j];
+    ANVIL_CHECK(t >= 1 && f >= 1 && e % (t * f) == 0, "tiled GPU schedule of '", out.name(),
+                "': ", axes[j].name, "_threads ", t, " x ", axes[j].name, "_inner ", f,
+                " does not divide its extent ", e);
+    auto [rest, fi] = so.split(all[first + j], f);
+    auto [bo, ti] = so.split(rest, t);
+    blocks.push_back(bo);
+    threads.push_back(ti);
+    inner.push_back(fi);
+    thread_counts.push_back(t);
+  }
+  std::vector<te::IterVar> order = blocks;
+  order.insert(order.end(), threads.begin(), threads.end());
+  order.insert(order.end(), inner.begin(), inner.end());
+  so.reorder(order);
+  static const char* kBlock[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  static const char* kThread[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  // blockIdx.x and .y the last two, .z all the others fused.
+  size_t nb = blocks.size();
+  for (size_t j = 0; j < std::min<size_t>(2, nb); ++j) so.bind(blocks[nb - 1 - j], kBlock[j]);
+  if (nb > 2) {
+    te::IterVar z = blocks[0];
+    for (size_t j = 1; j + 2 < nb; ++j) z = so.fuse(z, blocks[j]);
+    so.bind(z, kBlock[2]);
+  }
+  for (size_t j = 0; j < n; ++j) so.bind(threads[n - 1 - j], kThread[j]);
+  for (const te::IterVar& f : inner) so.unroll(f);
+
+  // Each thread's accumulators, the reduction split into k_tile steps outside them.
+  te::Stage sa = s[acc];
+  sa.compute_at(so, threads.back());
+  int64_t k_tile = knob(config, "k_tile", rule.k_tile);
+  ANVIL_CHECK(k_tile >= 1 && k % k_tile == 0, "tiled GPU schedule of '", out.name(), "': k_tile ",
+              k_tile, " does not divide the reduction's extent ", k);
+  std::vector<te::IterVar> raxes = sa.reduce_axis();
+  auto [ko, ki] = sa.split(raxes[0], k_tile);
+  std::vector<te::IterVar> aorder = {ko, ki};
+  aorder.insert(aorder.end(), raxes.begin() + 1, raxes.end());
+  for (const te::IterVar& a : sa.axis()) aorder.push_back(a);
+  sa.reorder(aorder);
+  for (const te::IterVar& a : sa.axis()) sa.unroll(a);
+
+  // Cooperative fetching: each copy's elements spread over all threads of the block.
+  bool double_buffer = knob(config, "double_buffer", 0) != 0;
+  for (const te::Tensor& c : shared) {
+    te::Stage sc = s[c];
+    sc.compute_at(sa, ko);
+    if (double_buffer) sc.double_buffer();
+    std::vector<te::IterVar> caxes = sc.axis();
+    te::IterVar fused = caxes[0];
+    for (size_t d = 1; d < caxes.size(); ++d) fused = sc.fuse(fused, caxes[d]);
+    for (size_t j = 0; j < n; ++j) {
+      auto [o, i] = sc.split(fused, thread_counts[n - 1 - j]);
+      sc.bind(i, kThread[j]);
+      fused = o;
+    }
+  }
+}
 
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target) {
@@ -59,7 +267,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
   };
   int64_t threads = std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block);
   for (te::Stage& st : stages) {
-    const te::Tensor& t = st.tensor();
+    te::Tensor t = st.tensor();
     if (!t.is_compute()) continue;
     if (!is_output(t) && t->reduce_axis.empty() && readers[t.get()] == 1) {
       st.compute_inline();
@@ -71,6 +279,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
       if (!t->reduce_axis.empty()) scalar_reduction(s, t, threads);
       continue;
     }
+    if (!t->reduce_axis.empty() && cross_thread_reduction(s, t, threads)) continue;
     bind_blocks(st, threads);
   }
 }

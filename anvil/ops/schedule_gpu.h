@@ -1,9 +1,13 @@
-// The default GPU schedule shared by every operator: correct for any tensor-expression function,
-// one thread per output element.
+// GPU schedules shared by the operators: the default one (correct for any tensor-expression
+// function, one thread per output element) and the tiled one of the operators whose anchor is one
+// reduction over a grid of outputs (convolutions, matrix products), with its knobs.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "anvil/ops/op.h"
 #include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 
@@ -13,8 +17,42 @@ namespace anvil::ops {
 // without a reduction that one other stage reads is inlined into it; every other stage is a
 // kernel of its own whose data-parallel loops are fused and split into blocks of
 // min(256, the target's limit) threads (blockIdx.x, threadIdx.x), each thread computing one
-// element (its reduction, if any, serially). A scalar stage runs on one thread.
+// element (its reduction, if any, serially; a reduction with few outputs over a long axis is
+// shared by the threads of a block per output instead). A scalar stage runs on one thread.
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target);
+
+// One output axis of the tiled schedule, counted from the last: its knobs are
+// "<name>_threads" (threads of a block along it) and "<name>_inner" (outputs of a thread along
+// it); the default rule takes the largest divisors of the extent up to these caps.
+struct GpuTileAxis {
+  std::string name;
+  int64_t max_threads = 8;
+  int64_t max_inner = 1;
+};
+
+// The tiled GPU schedule of a group whose only reduction `acc` has the output's shape (a
+// convolution or a matrix product, with its fused bias and element-wise epilogue):
+//   - the output's last axes (one per entry of `axes`, the last entry the last axis) are each
+//     split into blocks x threads x inner; the last two axes' blocks are blockIdx.x and .y, the
+//     remaining leading axes fused into blockIdx.z; threads are threadIdx.x, .y, .z likewise;
+//   - each thread accumulates its inner outputs in registers (acc in local memory, computed at
+//     the thread), the first reduction axis split by the knob "k_tile";
+//   - every tensor acc reads is copied per k_tile step into shared memory by all threads of the
+//     block together (cooperative fetching), its producers (padding, packing) inlined into the
+//     copy; knob "double_buffer" (0/1) double-buffers those copies. Tensors for which `global`
+//     returns true are read from global memory instead (inlined when computed).
+// Throws anvil::Error naming the knob when a configuration does not tile the output exactly,
+// and when the function is not of this form.
+void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                        const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
+                        const Config& config,
+                        const std::function<bool(const te::Tensor&)>& global = nullptr);
+
+// The knobs of schedule_gpu_tiled for an output of shape `out` whose first reduction axis has
+// extent `k`; each knob's first value is the default rule's.
+ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
+                            const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
+                            const Target& target);
 
 }  // namespace anvil::ops

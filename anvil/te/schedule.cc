@@ -256,6 +256,12 @@ void Stage::double_buffer() {
   state().double_buffer = true;
 }
 
+void Stage::set_scope(MemoryScope scope) {
+  ANVIL_CHECK(!state().is_output || scope == MemoryScope::kGlobal, "set_scope: '", name(),
+              "' is an output of the schedule; it stays in global memory");
+  state().scope = scope;
+}
+
 void Stage::pragma(const IterVar& axis, const std::string& key, Expr value) {
   leaf_position(axis, "pragma");
   ANVIL_CHECK(!key.empty(), "pragma on stage '", name(), "': empty key");

@@ -103,6 +103,9 @@ class Stage {
   // one the next iteration's region while the other is read (transform/inject_double_buffer.h),
   // so the fetch of the next tile overlaps this tile's use, with one barrier per iteration.
   void double_buffer();
+  // Keeps this stage's buffer in `scope` (e.g. a reduction computed at a thread's loop into
+  // registers: kLocal). An output of the schedule stays global.
+  void set_scope(ir::MemoryScope scope);
   // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.
   void storage_align(const IterVar& axis, int64_t factor, int64_t offset);
 

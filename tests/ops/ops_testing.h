@@ -1,7 +1,8 @@
 // Shared by the operator tests: builds an operator from its registered definition on inputs of
 // given types, schedules it with its default x86 schedule (or a given config), compiles it with
 // LLVM, runs it on random inputs, and compares every output with the operator's reference. Then
-// the same with the default GPU schedule through OpenCL on the CPU (PoCL).
+// the same with the op's GPU schedule (its own, else the default one) through OpenCL on the CPU
+// (PoCL).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,7 +20,6 @@
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
 #include "anvil/ops/op.h"
-#include "anvil/ops/schedule_gpu.h"
 #include "anvil/runtime/device_api.h"
 #include "anvil/support/temp_dir.h"
 #include "testing/kernel_args.h"
@@ -74,9 +74,12 @@ struct CheckOptions {
   double lo = -1.0, hi = 1.0;  // range of the random inputs
   uint32_t seed = 1;
   ops::Config config;  // knobs for the schedule (empty: the default rule)
-  // Also run the default GPU schedule through OpenCL: for the first kGpuChecksPerOp calls per
-  // operator in a test program (PoCL compiles each kernel with LLVM, a few hundred ms).
+  // Also run the op's GPU schedule through OpenCL: for the first kGpuChecksPerOp calls per
+  // operator in a test program (PoCL compiles each kernel with LLVM, a few hundred ms), or for
+  // every call with gpu_always.
   bool gpu = true;
+  bool gpu_always = false;
+  ops::Config gpu_config;  // knobs for the GPU schedule (empty: its default rule)
   // Inputs given explicitly (for indices and the like); random where empty.
   std::vector<runtime::NDArray> inputs;
   // Per output, per element, the magnitude the tolerance is relative to, in place of |want|
@@ -84,16 +87,17 @@ struct CheckOptions {
   std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&)> magnitude;
 };
 
-// The operator `outs` = compute(`ins`) with the default GPU schedule, lowered for OpenCL, run on
-// PoCL on `inputs`; returns the outputs copied back.
+// The operator `outs` = compute(`ins`) with its GPU schedule and `config`, lowered for OpenCL,
+// run on PoCL on `inputs`; returns the outputs copied back.
 inline std::vector<runtime::NDArray> run_on_opencl(const std::string& name,
                                                    const std::vector<te::Tensor>& ins,
                                                    const std::vector<te::Tensor>& outs,
                                                    const std::vector<runtime::NDArray>& inputs,
-                                                   const std::vector<TensorType>& out_types) {
+                                                   const std::vector<TensorType>& out_types,
+                                                   const Attrs& attrs, const ops::Config& config) {
   Target target = Target::parse("opencl");
   te::Schedule s(outs);
-  ops::schedule_gpu_default(s, outs, target);
+  ops::schedule_for(ops::lookup(name), s, outs, attrs, target, config);
   std::vector<te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
   // Its own name: the host entry is a C function, and an op may be named like one of C's (pow).
@@ -196,8 +200,9 @@ inline ir::LoweredFunc check_op(const std::string& name, const std::vector<Tenso
   };
   compare(out_arrays, "");
   static std::map<std::string, int> gpu_checks;
-  if (options.gpu && gpu_checks[name]++ < kGpuChecksPerOp)
-    compare(run_on_opencl(name, ins, outs, in_arrays, out_types), " (opencl)");
+  if (options.gpu && (options.gpu_always || gpu_checks[name]++ < kGpuChecksPerOp))
+    compare(run_on_opencl(name, ins, outs, in_arrays, out_types, attrs, options.gpu_config),
+            " (opencl)");
   return f;
 }
 

@@ -19,6 +19,7 @@
 #include "anvil/autotune/task.h"
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
+#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
 #include "frontend/onnx_model_builder.h"
@@ -476,6 +477,37 @@ TEST_F(Cli, InspectsTheKernelsAndTheirLoopIr) {
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
   expect_error("inspect zoo:dqn --stage lowered --kernel fused_99_nothing", 1,
                {"--kernel fused_99_nothing", "no kernel of that name", list});
+}
+
+// The GPU targets: dqn compiled for OpenCL runs on PoCL (this machine's CPU as an OpenCL device)
+// and matches the interpreter; compiled for CUDA it is an artifact that says, when run without
+// the NVIDIA driver, which library is missing. inspect shows the kernels' GPU schedules and
+// source, and refuses the CPU-only stages.
+TEST_F(CliDqn, CompilesAndRunsForGpuTargets) {
+  Result c = anvil("compile zoo:dqn --target opencl -o dqn_cl.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("compiled zoo:dqn for 'opencl"), std::string::npos) << c.out;
+  Result r = anvil("run dqn_cl.so --input state=state.npy --output-dir cl --repeat 2 --profile");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fused_0_conv2d"), std::string::npos) << r.out;
+  expect_close(runtime::load_npy(path("cl/q_values.npy")), *reference_, "dqn on opencl");
+
+  c = anvil("compile zoo:dqn --target \"cuda -arch=sm_90\" -o dqn_cuda.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("wrote dqn_cuda.so"), std::string::npos) << c.out;
+  if (!runtime::Device::available(kDLCUDA))
+    expect_error("run dqn_cuda.so --input state=state.npy", 2, {"libcuda.so.1"});
+
+  r = anvil("inspect zoo:dqn --target opencl --stage fused");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("[conv2d GPU schedule]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[dense GPU schedule]"), std::string::npos) << r.out;
+  r = anvil("inspect zoo:dqn --target \"cuda -arch=sm_90\" --stage c");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("__global__"), std::string::npos);
+  EXPECT_NE(r.out.find("__shared__"), std::string::npos);
+  EXPECT_NE(r.out.find("__syncthreads()"), std::string::npos);
+  expect_error("inspect zoo:dqn --target opencl --stage asm", 1, {"asm"});
 }
 
 TEST_F(Cli, InspectsLlvmIrAndAssembly) {

@@ -1,0 +1,220 @@
+// The operators' own GPU schedules (the tiled schedule of convolutions and matrix products) run
+// through OpenCL on PoCL against the double-precision references: the default rule and sampled
+// points of each space, on shapes with padding, strides, groups, depthwise, transposes, odd
+// extents and batches (a grouped convolution with several channels per group takes the default
+// schedule). Configurations that do not tile the output are refused, naming the knob.
+// Tolerance: 1e-4 * sqrt(K) relative, K the reduction's length.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "anvil/autotune/task.h"
+#include "anvil/ops/schedule_gpu.h"
+#include "ops_testing.h"
+#include "testing/errors.h"
+
+namespace anvil::ops {
+namespace {
+
+using ir::DataType;
+using ops_testing::check_op;
+using ops_testing::CheckOptions;
+
+const DataType f32 = DataType::Float32();
+const Target kOpenCL = Target::parse("opencl");
+
+struct Case {
+  std::string op;
+  std::vector<TensorType> types;
+  Attrs attrs;
+  int64_t k;  // the reduction's length, for the tolerance
+};
+
+Attrs conv_attrs(const std::string& op, std::map<std::string, AttrValue> v) {
+  return Attrs(op, std::move(v));
+}
+
+std::vector<Case> cases() {
+  using V = std::vector<int64_t>;
+  return {
+      {"conv2d",
+       {{{1, 16, 14, 14}, f32}, {{32, 16, 3, 3}, f32}, {{32}, f32}},
+       conv_attrs("conv2d", {{"pads", V{1, 1, 1, 1}}}),
+       16 * 9},
+      {"conv2d",
+       {{{1, 8, 15, 15}, f32}, {{16, 8, 3, 3}, f32}},
+       conv_attrs("conv2d", {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}),
+       8 * 9},
+      {"conv2d",
+       {{{1, 3, 20, 20}, f32}, {{8, 3, 7, 7}, f32}},
+       conv_attrs("conv2d", {{"pads", V{3, 3, 3, 3}}, {"strides", V{2, 2}}}),
+       3 * 49},
+      {"conv2d",
+       {{{1, 24, 7, 7}, f32}, {{24, 1, 3, 3}, f32}, {{24}, f32}},
+       conv_attrs("conv2d", {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{24}}}),
+       9},
+      {"conv2d",
+       {{{2, 8, 6, 6}, f32}, {{8, 4, 1, 1}, f32}},
+       conv_attrs("conv2d", {{"group", int64_t{2}}}),
+       4},
+      {"conv2d_transpose",
+       {{{1, 16, 4, 4}, f32}, {{16, 8, 4, 4}, f32}},
+       conv_attrs("conv2d_transpose", {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}),
+       16 * 16},
+      {"conv1d",
+       {{{1, 6, 30}, f32}, {{12, 6, 5}, f32}},
+       conv_attrs("conv1d", {{"pads", V{2, 2}}, {"dilations", V{2}}}),
+       6 * 5},
+      {"dense", {{{4, 96}, f32}, {{40, 96}, f32}, {{40}, f32}}, Attrs("dense", {}), 96},
+      {"dense", {{{20, 33}, f32}, {{24, 33}, f32}}, Attrs("dense", {}), 33},
+      {"matmul", {{{3, 12, 20}, f32}, {{20, 16}, f32}}, Attrs("matmul", {}), 20},
+  };
+}
+
+CheckOptions gpu_opts(const Case& c, Config config) {
+  CheckOptions o;
+  o.tol = 1e-4 * std::sqrt(static_cast<double>(c.k));
+  o.gpu_always = true;
+  o.gpu_config = std::move(config);
+  return o;
+}
+
+// Whether `config` tiles every axis exactly with at most `max_threads` threads per block.
+bool tiles_exactly(const ConfigSpace& space, const Config& config, const TensorType& out,
+                   int64_t max_threads) {
+  size_t tiled = 0;
+  int64_t threads = 1;
+  for (const Knob& k : space)
+    if (k.name.size() > 8 && k.name.ends_with("_threads")) ++tiled;
+  size_t first = out.shape.size() - tiled, j = 0;
+  for (const Knob& k : space) {
+    if (!k.name.ends_with("_threads")) continue;
+    std::string axis = k.name.substr(0, k.name.size() - 8);
+    int64_t t = config.at(k.name);
+    int64_t f = config.count(axis + "_inner") ? config.at(axis + "_inner") : 1;
+    if (out.shape[first + j++] % (t * f) != 0) return false;
+    threads *= t;
+  }
+  return threads <= max_threads;
+}
+
+TEST(GpuSchedule, TheDefaultRuleMatchesTheReference) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.op + " " + to_string(c.types[0]) + " x " + to_string(c.types[1]));
+    ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+    check_op(c.op, c.types, c.attrs, gpu_opts(c, autotune::config_at(space, 0)));
+  }
+}
+
+TEST(GpuSchedule, SampledConfigurationsMatchTheReference) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const Case& c : cases()) {
+    ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+    TensorType out = lookup(c.op).infer(c.types, c.attrs)[0];
+    int64_t size = autotune::space_size(space);
+    int taken = 0;
+    for (int tries = 0; tries < 200 && taken < 3; ++tries) {
+      Config config =
+          autotune::config_at(space, std::uniform_int_distribution<int64_t>(0, size - 1)(rng));
+      if (!tiles_exactly(space, config, out, kOpenCL.max_threads_per_block)) continue;
+      std::string knobs;
+      for (const auto& [name, value] : config) knobs += " " + name + "=" + std::to_string(value);
+      SCOPED_TRACE(c.op + " " + to_string(c.types[0]) + knobs);
+      check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
+      ++taken;
+      ++checked;
+    }
+    EXPECT_GT(taken, 0) << c.op << " " << to_string(c.types[0]) << ": no exact tiling sampled";
+  }
+  EXPECT_GE(checked, 20);
+}
+
+TEST(GpuSchedule, EveryConvolutionTileOfASmallSpace) {
+  // Every seventh point of a small convolution's space, k_tile and double buffering included.
+  Case c = {"conv2d",
+            {{{1, 4, 6, 6}, f32}, {{8, 4, 3, 3}, f32}},
+            conv_attrs("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+            4 * 9};
+  ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+  TensorType out = lookup(c.op).infer(c.types, c.attrs)[0];
+  int ran = 0;
+  for (int64_t i = 0; i < autotune::space_size(space); i += 7) {
+    Config config = autotune::config_at(space, i);
+    if (!tiles_exactly(space, config, out, kOpenCL.max_threads_per_block)) continue;
+    check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
+    ++ran;
+  }
+  EXPECT_GE(ran, 5);
+}
+
+TEST(GpuSchedule, ATileThatDoesNotDivideIsRefusedNamingTheKnob) {
+  Case c = cases()[0];
+  const OpDef& def = lookup(c.op);
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < c.types.size(); ++i)
+    ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
+  std::string e = testing::user_error([&] {
+    te::Schedule s(outs);
+    def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"x_threads", 3}});
+  });
+  EXPECT_NE(e.find("x_threads 3 x x_inner 1 does not divide its extent 14"), std::string::npos)
+      << e;
+  e = testing::user_error([&] {
+    te::Schedule s(outs);
+    def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"k_tile", 5}});
+  });
+  EXPECT_NE(e.find("k_tile 5 does not divide the reduction's extent 16"), std::string::npos) << e;
+}
+
+TEST(GpuSchedule, CrossThreadReductionsOfLongRows) {
+  // Few outputs over a long axis: a block per output shares the axis among its threads (rows
+  // not a multiple of the threads leave a tail). Sums are relative to the sum of |x|.
+  struct R {
+    std::string op;
+    std::vector<int64_t> shape;
+    Attrs attrs;
+  };
+  std::vector<R> rs = {
+      {"reduce_sum", {3, 1000}, Attrs("reduce_sum", {{"axes", std::vector<int64_t>{1}}})},
+      {"reduce_max", {2, 5, 77}, Attrs("reduce_max", {{"axes", std::vector<int64_t>{2}}})},
+      {"reduce_mean", {4, 3, 9, 9}, Attrs("reduce_mean", {{"axes", std::vector<int64_t>{2, 3}}})},
+      {"softmax", {2, 1000}, Attrs("softmax", {{"axis", int64_t{1}}})},
+      {"log_softmax", {1, 650}, Attrs("log_softmax", {{"axis", int64_t{-1}}})},
+  };
+  for (const R& r : rs) {
+    SCOPED_TRACE(r.op);
+    CheckOptions o;
+    o.gpu_always = true;
+    o.tol = 1e-5;
+    if (r.op == "reduce_sum" || r.op == "reduce_mean") {
+      o.magnitude = [r](const std::vector<runtime::NDArray>& in) {
+        runtime::NDArray a = runtime::NDArray::empty(in[0].shape(), runtime::dl_float32());
+        for (int64_t i = 0; i < a.numel(); ++i)
+          a.data_as<float>()[i] = std::abs(in[0].data_as<float>()[i]);
+        return lookup(r.op).reference({a}, r.attrs);
+      };
+    }
+    check_op(r.op, {{r.shape, f32}}, r.attrs, o);
+  }
+}
+
+TEST(GpuSchedule, DefaultsAreTheFirstValues) {
+  // conv2d 16 -> 32 at 14x14: 4 channel threads x 4 channels, 7 x 7 pixel threads, k_tile 8.
+  Case c = cases()[0];
+  ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+  Config d = autotune::config_at(space, 0);
+  EXPECT_EQ(d.at("f_threads"), 4);
+  EXPECT_EQ(d.at("f_inner"), 4);
+  EXPECT_EQ(d.at("y_threads"), 7);
+  EXPECT_EQ(d.at("x_threads"), 7);
+  EXPECT_EQ(d.at("k_tile"), 8);
+  EXPECT_EQ(d.at("double_buffer"), 0);
+  // The x86 space is another one.
+  EXPECT_NE(space_for(lookup(c.op), c.types, c.attrs, Target::host()).size(), space.size());
+}
+
+}  // namespace
+}  // namespace anvil::ops
