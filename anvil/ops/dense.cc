@@ -581,14 +581,14 @@ constexpr int64_t kMatmulGpuMaxKTile = 16;
 // threads, a thread (output, lane) summing its lane of K into shared memory (coalesced reads of
 // B's rows), then each output's threads reducing the lanes (every lane's thread alike; they
 // write the same value). Default: the largest divisor of N up to 16 (256 threads).
-int64_t dot_gpu_default(const Problem& p) {
-  for (int64_t t = std::min<int64_t>(16, p.N); t > 1; --t)
-    if (p.N % t == 0) return t;
+int64_t dot_gpu_default(int64_t N) {
+  for (int64_t t = std::min<int64_t>(16, N); t > 1; --t)
+    if (N % t == 0) return t;
   return 1;
 }
 
 ConfigSpace dot_gpu_space(const Problem& p, const Target& target) {
-  Knob k{"n_threads", {dot_gpu_default(p)}};
+  Knob k{"n_threads", {dot_gpu_default(p.N)}};
   for (int64_t t : {1, 2, 4, 8, 16, 32, 64})
     if (t != k.values[0] && p.N % t == 0 && t * kDotLanes <= target.max_threads_per_block)
       k.values.push_back(t);
@@ -601,9 +601,7 @@ void schedule_dot_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs, te::
   const te::Tensor& out = outs[0];
   std::vector<int64_t> shape = shape_of(out);
   int64_t N = shape.back();
-  int64_t t = N;
-  for (t = std::min<int64_t>(16, N); t > 1 && N % t != 0;) --t;
-  t = knob(config, "n_threads", t);
+  int64_t t = knob(config, "n_threads", dot_gpu_default(N));
   ANVIL_CHECK(t >= 1 && N % t == 0, "GPU schedule of '", out.name(), "': n_threads ", t,
               " does not divide N = ", N);
   te::Tensor acc;
