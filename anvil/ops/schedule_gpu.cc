@@ -62,8 +62,12 @@ bool cross_thread_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
     }
   }
   if (outputs == 0 || outputs > kMaxOutputs || extent < kMinExtent) return false;
+  // Lanes: a power of two, at least a warp, each summing about 16 elements or more (every
+  // thread then reads all the lanes' partial sums, so more lanes than that cost more than they
+  // save), at most a block.
+  constexpr int64_t kWarp = 32, kPerLane = 16;
   int64_t lanes = 1;
-  while (lanes * 2 <= std::min(extent, threads)) lanes *= 2;
+  while (lanes * 2 <= std::min(threads, std::max(kWarp, extent / kPerLane))) lanes *= 2;
   te::Stage st = s[t];
   auto [outer, lane] = st.split(longest, lanes);
   (void)outer;

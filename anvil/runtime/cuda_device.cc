@@ -4,7 +4,8 @@
 //
 // One context, the device's primary context (the one the CUDA runtime and frameworks share), made
 // current on the calling thread before every driver call: the calls may come from any thread.
-// Kernels run on the legacy default stream, so launches and copies are ordered as issued.
+// Work without a stream goes to the legacy default stream; a stream is a CUstream of this context
+// (create_stream, or the caller's).
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -56,6 +57,11 @@ struct Driver {
   CUresult (*cuMemFree_v2)(CUdeviceptr pointer);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t bytes);
   CUresult (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
+  CUresult (*cuStreamDestroy_v2)(CUstream stream);
+  CUresult (*cuStreamSynchronize)(CUstream stream);
   CUresult (*cuModuleLoadDataEx)(CUmodule* module, const void* image, unsigned num_options,
                                  int* options, void** option_values);
   CUresult (*cuModuleUnload)(CUmodule module);
@@ -89,6 +95,11 @@ Driver load_driver(void* library) {
   ANVIL_RESOLVE(cuMemFree_v2);
   ANVIL_RESOLVE(cuMemcpyHtoD_v2);
   ANVIL_RESOLVE(cuMemcpyDtoH_v2);
+  ANVIL_RESOLVE(cuMemcpyHtoDAsync_v2);
+  ANVIL_RESOLVE(cuMemcpyDtoHAsync_v2);
+  ANVIL_RESOLVE(cuStreamCreate);
+  ANVIL_RESOLVE(cuStreamDestroy_v2);
+  ANVIL_RESOLVE(cuStreamSynchronize);
   ANVIL_RESOLVE(cuModuleLoadDataEx);
   ANVIL_RESOLVE(cuModuleUnload);
   ANVIL_RESOLVE(cuModuleGetFunction);
@@ -153,25 +164,58 @@ class CudaDevice final : public Device {
     if (r != CUDA_SUCCESS) throw error("cannot free device memory", "cuMemFree_v2", r);
   }
 
-  void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes) override {
+  void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes,
+                      Stream stream) override {
     if (bytes == 0) return;
     bind();
-    CUresult r = d_.cuMemcpyHtoD_v2(device_pointer(data) + offset, src, bytes);
-    if (r != CUDA_SUCCESS) throw error(copy_what("to", bytes, offset), "cuMemcpyHtoD_v2", r);
+    if (stream == nullptr) {
+      CUresult r = d_.cuMemcpyHtoD_v2(device_pointer(data) + offset, src, bytes);
+      if (r != CUDA_SUCCESS) throw error(copy_what("to", bytes, offset), "cuMemcpyHtoD_v2", r);
+      return;
+    }
+    CUresult r = d_.cuMemcpyHtoDAsync_v2(device_pointer(data) + offset, src, bytes,
+                                         static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error(copy_what("to", bytes, offset), "cuMemcpyHtoDAsync_v2", r);
+    synchronize(stream);
   }
 
-  void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes) override {
+  void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes,
+                        Stream stream) override {
     if (bytes == 0) return;
     bind();
-    CUresult r = d_.cuMemcpyDtoH_v2(dst, device_pointer(data) + offset, bytes);
-    if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoH_v2", r);
+    if (stream == nullptr) {
+      CUresult r = d_.cuMemcpyDtoH_v2(dst, device_pointer(data) + offset, bytes);
+      if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoH_v2", r);
+      return;
+    }
+    CUresult r = d_.cuMemcpyDtoHAsync_v2(dst, device_pointer(data) + offset, bytes,
+                                         static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoHAsync_v2", r);
+    synchronize(stream);
   }
 
-  void synchronize() override {
+  void synchronize(Stream stream) override {
     bind();
-    CUresult r = d_.cuCtxSynchronize();
+    CUresult r =
+        stream ? d_.cuStreamSynchronize(static_cast<CUstream>(stream)) : d_.cuCtxSynchronize();
     if (r != CUDA_SUCCESS)
-      throw error("waiting for its kernels (one of them failed)", "cuCtxSynchronize", r);
+      throw error("waiting for its kernels (one of them failed)",
+                  stream ? "cuStreamSynchronize" : "cuCtxSynchronize", r);
+  }
+
+  Stream create_stream() override {
+    bind();
+    CUstream stream = nullptr;
+    CUresult r = d_.cuStreamCreate(&stream, 0);
+    if (r != CUDA_SUCCESS) throw error("cannot create a stream", "cuStreamCreate", r);
+    return stream;
+  }
+
+  void destroy_stream(Stream stream) override {
+    if (stream == nullptr) return;
+    bind();
+    CUresult r = d_.cuStreamDestroy_v2(static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error("cannot destroy a stream", "cuStreamDestroy_v2", r);
   }
 
   std::unique_ptr<DeviceModule> load_module(std::string_view code) override;
@@ -231,7 +275,7 @@ class CudaModule final : public DeviceModule {
   }
 
   int32_t launch(const char* name, const AnvilLaunchDims& dims, int32_t nargs,
-                 const DLTensor* const* args) override {
+                 const DLTensor* const* args, Stream stream) override {
     try {
       device_.bind();
       CUfunction function = get_function(name);
@@ -245,7 +289,7 @@ class CudaModule final : public DeviceModule {
       }
       CUresult r = device_.driver().cuLaunchKernel(
           function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
-          dims.block[2], dims.shared_bytes, nullptr, params.data(), nullptr);
+          dims.block[2], dims.shared_bytes, static_cast<CUstream>(stream), params.data(), nullptr);
       if (r != CUDA_SUCCESS) {
         char shape[128];
         std::snprintf(shape, sizeof shape, " (grid %ux%ux%u, block %ux%ux%u, %u shared bytes)",

@@ -73,6 +73,51 @@ bool Device::available(DLDeviceType type, std::string* why) {
   }
 }
 
+WorkspacePool::~WorkspacePool() {
+  for (const auto& [data, bytes] : sizes_) {
+    (void)bytes;
+    try {
+      device_->free(data);
+    } catch (...) {
+    }
+  }
+}
+
+void* WorkspacePool::alloc(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.lower_bound(bytes);
+    if (it != free_.end() && it->first <= 2 * std::max<size_t>(bytes, 1)) {
+      void* data = it->second;
+      free_.erase(it);
+      return data;
+    }
+  }
+  void* data = device_->alloc(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  sizes_[data] = bytes;
+  return data;
+}
+
+void WorkspacePool::release(void* data) {
+  if (data == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sizes_.find(data);
+  if (it == sizes_.end())
+    throw std::runtime_error("device workspace: a buffer the pool did not hand out was released");
+  free_.emplace(it->second, data);
+}
+
+size_t WorkspacePool::held_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = 0;
+  for (const auto& [data, bytes] : sizes_) {
+    (void)data;
+    total += bytes;
+  }
+  return total;
+}
+
 }  // namespace anvil::runtime
 
 namespace {
@@ -131,7 +176,7 @@ int32_t AnvilDeviceLaunch(void* ctx, const char* name, const AnvilLaunchDims* di
   // An empty grid (a tensor with no elements) has nothing to do; drivers reject it.
   if (dims->grid[0] == 0 || dims->grid[1] == 0 || dims->grid[2] == 0) return 0;
   try {
-    return context->module->launch(name, *dims, nargs, args);
+    return context->module->launch(name, *dims, nargs, args, context->stream);
   } catch (const std::exception& e) {
     return fail(kernel() + ": " + e.what());
   }
@@ -144,6 +189,7 @@ void* AnvilDeviceWorkspaceAlloc(void* ctx, uint64_t nbytes) {
     return nullptr;
   }
   try {
+    if (context->workspaces) return context->workspaces->alloc(nbytes);
     return context->device->alloc(nbytes);
   } catch (const std::exception& e) {
     fail(std::string("device workspace: ") + e.what());
@@ -159,7 +205,11 @@ void AnvilDeviceWorkspaceFree(void* ctx, void* data) {
     return;
   }
   try {
-    context->device->free(data);
+    if (context->workspaces) {
+      context->workspaces->release(data);
+    } else {
+      context->device->free(data);
+    }
   } catch (const std::exception& e) {
     fail(std::string("device workspace: ") + e.what());
   }

@@ -5,15 +5,18 @@
 //
 // A device array is a DLTensor whose `data` is the device's handle: a CUdeviceptr for CUDA, a
 // cl_mem for OpenCL, with `byte_offset` into it (the graph executor's arena slices one
-// allocation). Kernels run on the device's one queue (CUDA: the context's default stream;
-// OpenCL: one in-order command queue), in the order they are launched.
+// allocation). Work goes to a stream (CUDA: a CUstream; OpenCL: an in-order cl_command_queue of
+// the device's context) and runs in the order it is issued there; the null stream is the
+// device's own queue (CUDA: the legacy default stream; OpenCL: the queue opened with the device).
 #pragma once
 
 #include <dlpack/dlpack.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +24,9 @@
 #include "anvil/runtime/c_runtime_api.h"
 
 namespace anvil::runtime {
+
+// A queue of device work: a CUstream or a cl_command_queue; nullptr is the device's own.
+using Stream = void*;
 
 // The kernels of one device program: PTX for CUDA, OpenCL C source for OpenCL.
 class DeviceModule {
@@ -33,7 +39,7 @@ class DeviceModule {
   // and the driver's error. Safe to call from several threads at once. AnvilDeviceLaunch checks
   // what is common to both drivers (the arguments' device, the block, an empty grid) first.
   virtual int32_t launch(const char* name, const AnvilLaunchDims& dims, int32_t nargs,
-                         const DLTensor* const* args) = 0;
+                         const DLTensor* const* args, Stream stream = nullptr) = 0;
 };
 
 class Device {
@@ -62,10 +68,18 @@ class Device {
   virtual void free(void* data) = 0;
   // Copies between host memory and device memory at `offset` bytes into `data`. They wait for
   // the kernels launched before them. Throw std::runtime_error with the driver's error.
-  virtual void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes) = 0;
-  virtual void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes) = 0;
-  // Waits for everything launched so far; throws with the driver's error (a kernel fault).
-  virtual void synchronize() = 0;
+  // On `stream`, they return when the copy is done, after the work issued before it there.
+  virtual void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes,
+                              Stream stream = nullptr) = 0;
+  virtual void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes,
+                                Stream stream = nullptr) = 0;
+  // Waits for everything issued to `stream` (the null stream: to the device's own queue; CUDA:
+  // to the whole context); throws with the driver's error (a kernel fault).
+  virtual void synchronize(Stream stream = nullptr) = 0;
+  // A new stream of this device, and its release (after the work on it is done). Throw
+  // std::runtime_error with the driver's error.
+  virtual Stream create_stream() = 0;
+  virtual void destroy_stream(Stream stream) = 0;
 
   // Loads a device program. Throws std::runtime_error with the driver's error and, for OpenCL,
   // the build log.
@@ -100,12 +114,40 @@ class DeviceBuffer {
   void* data_ = nullptr;
 };
 
+// Device memory kept for reuse by the work of one stream: releasing memory to the driver waits for
+// the device (CUDA's cuMemFree), and a model asks for the same sizes on every call. A buffer
+// released here is handed out again only to work issued later to the same stream, which runs
+// after the work that used it. Thread-safe; frees everything when it goes.
+class WorkspacePool {
+ public:
+  explicit WorkspacePool(Device& device) : device_(&device) {}
+  WorkspacePool(const WorkspacePool&) = delete;
+  WorkspacePool& operator=(const WorkspacePool&) = delete;
+  ~WorkspacePool();
+  // A free buffer of at least `bytes` (and at most twice that), else a new one.
+  void* alloc(size_t bytes);
+  // Back to the pool; `data` must come from alloc. nullptr does nothing.
+  void release(void* data);
+  // Bytes held from the device, in use or free.
+  size_t held_bytes() const;
+
+ private:
+  Device* device_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_;  // by size
+  std::map<void*, size_t> sizes_;      // every buffer held
+};
+
 // What a GPU host function (the kernel ABI's entry for a GPU target) receives as its `ctx`: the
-// device, and the program its kernels live in. Module::load makes one for a library that carries
-// a device program.
+// device, the program its kernels live in, the stream they are launched on and, when set, the
+// pool its temporaries come from (else they are allocated and freed per call). Module::load
+// makes one (the null stream, no pool) for a library that carries a device program; the graph
+// executor passes its own for each run.
 struct DeviceContext {
   Device* device = nullptr;
   DeviceModule* module = nullptr;
+  Stream stream = nullptr;
+  WorkspacePool* workspaces = nullptr;
 };
 
 }  // namespace anvil::runtime

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -255,6 +257,29 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
   return p;
 }
 
+struct StreamPools {
+  std::mutex mutex;
+  std::map<Stream, std::unique_ptr<WorkspacePool>> by_stream;
+
+  WorkspacePool& get(Device& device, Stream stream) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_ptr<WorkspacePool>& pool = by_stream[stream];
+    if (!pool) pool = std::make_unique<WorkspacePool>(device);
+    return *pool;
+  }
+};
+
+size_t device_bytes_held(const GraphProgram& p) {
+  if (!p.pools) return 0;
+  std::lock_guard<std::mutex> lock(p.pools->mutex);
+  size_t total = 0;
+  for (const auto& [stream, pool] : p.pools->by_stream) {
+    (void)stream;
+    total += pool->held_bytes();
+  }
+  return total;
+}
+
 void attach_device(GraphProgram& p, const Module& module) {
   if (module.device_type() == kDLCPU) return;
   Device& device = Device::get(static_cast<DLDeviceType>(module.device_type()));
@@ -266,18 +291,48 @@ void attach_device(GraphProgram& p, const Module& module) {
   p.device = &device;
   p.context = module.context();
   p.device_params = std::move(params);
+  p.pools = std::make_shared<StreamPools>();
 }
 
 namespace {
 
+// Device memory from a pool, back to it when it goes.
+class PooledBuffer {
+ public:
+  PooledBuffer() = default;
+  PooledBuffer(WorkspacePool& pool, size_t bytes) : pool_(&pool), data_(pool.alloc(bytes)) {}
+  PooledBuffer(PooledBuffer&& o) noexcept : pool_(o.pool_), data_(o.data_) { o.data_ = nullptr; }
+  PooledBuffer& operator=(PooledBuffer&& o) noexcept {
+    std::swap(pool_, o.pool_);
+    std::swap(data_, o.data_);
+    return *this;
+  }
+  ~PooledBuffer() {
+    try {
+      if (data_) pool_->release(data_);
+    } catch (...) {
+    }
+  }
+  void* data() const { return data_; }
+
+ private:
+  WorkspacePool* pool_ = nullptr;
+  void* data_ = nullptr;
+};
+
 // execute() for a program on a GPU: every slot a device array; inputs copied in, outputs out.
 std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<NDArray>& inputs,
-                                       std::vector<double>* call_seconds) {
+                                       std::vector<double>* call_seconds, Stream stream) {
   using clock = std::chrono::steady_clock;
   Device& device = *p.device;
+  WorkspacePool& pool = p.pools->get(device, stream);
+  // The kernels' context: their module's, on this stream, temporaries from this pool.
+  DeviceContext context = *static_cast<const DeviceContext*>(p.context);
+  context.stream = stream;
+  context.workspaces = &pool;
   size_t n = p.slots.size();
   std::vector<DLTensor> views(n);
-  std::vector<DeviceBuffer> owned(n);
+  std::vector<PooledBuffer> owned(n);
   std::vector<bool> ready(n, false);
   auto place = [&](size_t s, void* data, uint64_t offset) {
     views[s] = view(p.slots[s], data);
@@ -285,15 +340,16 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
     views[s].byte_offset = offset;
     ready[s] = true;
   };
-  DeviceBuffer arena;
-  if (p.arena_bytes > 0) arena = DeviceBuffer(device, static_cast<size_t>(p.arena_bytes));
+  PooledBuffer arena;
+  if (p.arena_bytes > 0) arena = PooledBuffer(pool, static_cast<size_t>(p.arena_bytes));
   for (size_t s = 0; s < n; ++s) {
     const GraphProgram::Slot& slot = p.slots[s];
     switch (slot.storage) {
       case GraphProgram::Storage::kInput: {
         const NDArray& in = inputs[slot.offset];
-        owned[s] = DeviceBuffer(device, in.nbytes());
-        if (in.nbytes() > 0) device.copy_to_device(owned[s].data(), 0, in.data(), in.nbytes());
+        owned[s] = PooledBuffer(pool, in.nbytes());
+        if (in.nbytes() > 0)
+          device.copy_to_device(owned[s].data(), 0, in.data(), in.nbytes(), stream);
         place(s, owned[s].data(), 0);
         break;
       }
@@ -313,23 +369,23 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
     args.clear();
     for (int32_t a : c.args) {
       if (!ready[a]) {
-        owned[a] = DeviceBuffer(device, static_cast<size_t>(std::max<int64_t>(
-                                            tensor_bytes(p.slots[a].shape, p.slots[a].dtype), 1)));
+        owned[a] = PooledBuffer(pool, static_cast<size_t>(std::max<int64_t>(
+                                          tensor_bytes(p.slots[a].shape, p.slots[a].dtype), 1)));
         place(a, owned[a].data(), 0);
       }
       args.push_back(&views[a]);
     }
     clock::time_point start;
     if (call_seconds) start = clock::now();
-    if (c.fn(args.data(), static_cast<int32_t>(args.size()), p.context) != 0)
+    if (c.fn(args.data(), static_cast<int32_t>(args.size()), &context) != 0)
       throw std::runtime_error("kernel " + c.kernel + " (" + c.nodes +
                                ") failed: " + AnvilGetLastError());
     if (call_seconds) {
-      device.synchronize();  // launches are asynchronous: a call's time is its kernels'
+      device.synchronize(stream);  // launches are asynchronous: a call's time is its kernels'
       (*call_seconds)[i] = std::chrono::duration<double>(clock::now() - start).count();
     }
     for (int32_t r : c.release) {
-      owned[r] = DeviceBuffer();
+      owned[r] = PooledBuffer();
       ready[r] = false;
     }
   }
@@ -339,20 +395,22 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
     if (!ready[o]) throw std::runtime_error("output '" + slot.name + "' was never computed");
     NDArray c = NDArray::empty(slot.shape, slot.dtype);
     if (c.nbytes() > 0)
-      device.copy_from_device(c.data(), views[o].data, views[o].byte_offset, c.nbytes());
+      device.copy_from_device(c.data(), views[o].data, views[o].byte_offset, c.nbytes(), stream);
     results.push_back(c);
   }
-  device.synchronize();  // a kernel's fault surfaces here rather than in the next run
+  device.synchronize(stream);  // a kernel's fault surfaces here rather than in the next run
   return results;
 }
 
 }  // namespace
 
 std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
-                             std::vector<double>* call_seconds) {
+                             std::vector<double>* call_seconds, Stream stream) {
+  if (!p.device && stream != nullptr)
+    throw std::runtime_error("execute: a stream was given, but the program runs on the CPU");
   using clock = std::chrono::steady_clock;
   if (call_seconds) call_seconds->assign(p.calls.size(), 0.0);
-  if (p.device) return execute_on_device(p, inputs, call_seconds);
+  if (p.device) return execute_on_device(p, inputs, call_seconds, stream);
   size_t n = p.slots.size();
   std::vector<DLTensor> views(n);
   std::vector<const DLTensor*> where(n, nullptr);

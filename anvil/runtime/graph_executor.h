@@ -21,6 +21,9 @@
 
 namespace anvil::runtime {
 
+// The workspace pools of a program's runs, one per stream (graph_executor.cc).
+struct StreamPools;
+
 struct GraphProgram {
   enum class Storage { kInput, kParam, kArena, kOwned };
   struct Slot {
@@ -52,6 +55,9 @@ struct GraphProgram {
   Device* device = nullptr;
   void* context = nullptr;
   std::shared_ptr<const std::vector<DeviceBuffer>> device_params;
+  // Device memory of the runs (arena, inputs, outputs, the kernels' temporaries), kept per
+  // stream across runs (see WorkspacePool).
+  std::shared_ptr<StreamPools> pools;
 
   // Checks every index and size (slots in range, arena slots inside the arena, parameters of the
   // slot's shape and dtype, every call's kernel present); throws ArtifactError naming `origin`.
@@ -70,17 +76,23 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
 GraphProgram program_from_json(std::string_view json, const std::string& origin,
                                ParamsFile* params_file);
 
-// For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device
-// and p.context and uploads the parameters. Throws std::runtime_error naming the device's error.
+// For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device,
+// p.context and p.pools and uploads the parameters. Throws std::runtime_error naming the device's
+// error.
 void attach_device(GraphProgram& p, const Module& module);
 
 // Runs `p` on `inputs` (one per p.inputs, already checked against the slots); returns the outputs.
 // A GPU program copies its inputs to the device, keeps its intermediates there (the arena is one
-// device allocation) and copies its outputs back.
+// device allocation) and copies its outputs back, all on `stream` (a CUstream or cl_command_queue
+// of the program's device; nullptr: the device's own queue): its kernels are launched
+// asynchronously there, and execute returns once the outputs have been copied back. Device
+// memory is reused from earlier runs on the same stream.
 // Throws std::runtime_error naming the kernel and its nodes when a kernel fails. With
 // `call_seconds`, each call's wall time is written to it (one entry per p.calls); without it,
 // nothing is timed.
 std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
-                             std::vector<double>* call_seconds = nullptr);
+                             std::vector<double>* call_seconds = nullptr, Stream stream = nullptr);
+// Device memory a GPU program's runs hold for reuse (all streams), in bytes; 0 on the CPU.
+size_t device_bytes_held(const GraphProgram& p);
 
 }  // namespace anvil::runtime

@@ -150,6 +150,16 @@ std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs) const {
   return execute(s.program, inputs);
 }
 
+size_t Model::device_bytes_held() const {
+  return runtime::device_bytes_held(checked(state_).program);
+}
+
+std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs, void* stream) const {
+  const State& s = checked(state_);
+  check_inputs(s, inputs);
+  return execute(s.program, inputs, nullptr, stream);
+}
+
 std::vector<KernelProfile> Model::profile(const std::vector<NDArray>& inputs, int repeat) const {
   const State& s = checked(state_);
   if (repeat < 1)

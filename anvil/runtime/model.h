@@ -67,9 +67,15 @@ class Model {
   size_t num_kernels() const;
   // Bytes of the intermediate arena each run allocates.
   int64_t arena_bytes() const;
+  // Device memory a GPU model's runs hold for reuse (arena, inputs, outputs, temporaries: per
+  // stream, kept across runs); 0 on the CPU.
+  size_t device_bytes_held() const;
 
   // Inputs in the order of inputs(); returns the outputs in the order of outputs() (fresh arrays).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs) const;
+  // The same on `stream` of a GPU model's device (a CUstream or cl_command_queue; see execute in
+  // graph_executor.h); std::runtime_error for a CPU model.
+  std::vector<NDArray> run(const std::vector<NDArray>& inputs, void* stream) const;
   // Inputs by name: every input exactly once, no unknown names.
   std::vector<NDArray> run(const std::map<std::string, NDArray>& inputs) const;
 

@@ -207,24 +207,41 @@ class OpenCLDevice final : public Device {
     if (err != CL_SUCCESS) throw error("cannot free device memory", "clReleaseMemObject", err);
   }
 
-  void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes) override {
+  void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes,
+                      Stream stream) override {
     if (bytes == 0) return;
-    cl_int err = api_.clEnqueueWriteBuffer(queue_, buffer_of(data), CL_TRUE, offset, bytes, src, 0,
-                                           nullptr, nullptr);
+    cl_int err = api_.clEnqueueWriteBuffer(queue(stream), buffer_of(data), CL_TRUE, offset, bytes,
+                                           src, 0, nullptr, nullptr);
     if (err != CL_SUCCESS) throw error(copy_what("to", bytes, offset), "clEnqueueWriteBuffer", err);
   }
 
-  void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes) override {
+  void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes,
+                        Stream stream) override {
     if (bytes == 0) return;
-    cl_int err = api_.clEnqueueReadBuffer(queue_, buffer_of(data), CL_TRUE, offset, bytes, dst, 0,
-                                          nullptr, nullptr);
+    cl_int err = api_.clEnqueueReadBuffer(queue(stream), buffer_of(data), CL_TRUE, offset, bytes,
+                                          dst, 0, nullptr, nullptr);
     if (err != CL_SUCCESS)
       throw error(copy_what("from", bytes, offset), "clEnqueueReadBuffer", err);
   }
 
-  void synchronize() override {
-    cl_int err = api_.clFinish(queue_);
+  void synchronize(Stream stream) override {
+    cl_int err = api_.clFinish(queue(stream));
     if (err != CL_SUCCESS) throw error("waiting for its kernels", "clFinish", err);
+  }
+
+  Stream create_stream() override {
+    cl_int err = CL_SUCCESS;
+    cl_command_queue q = api_.clCreateCommandQueue(context_, device_, 0, &err);
+    if (err != CL_SUCCESS)
+      throw error("cannot create a command queue", "clCreateCommandQueue", err);
+    return q;
+  }
+
+  void destroy_stream(Stream stream) override {
+    if (stream == nullptr) return;
+    cl_int err = api_.clReleaseCommandQueue(static_cast<cl_command_queue>(stream));
+    if (err != CL_SUCCESS)
+      throw error("cannot release a command queue", "clReleaseCommandQueue", err);
   }
 
   std::unique_ptr<DeviceModule> load_module(std::string_view code) override;
@@ -235,7 +252,10 @@ class OpenCLDevice final : public Device {
   std::string prefix() const { return "OpenCL device '" + name_ + "': "; }
 
   const Api& api() const { return api_; }
-  cl_command_queue queue() const { return queue_; }
+  // The queue of `stream`: the device's own for the null stream.
+  cl_command_queue queue(Stream stream) const {
+    return stream ? static_cast<cl_command_queue>(stream) : queue_;
+  }
 
  private:
   template <typename T>
@@ -283,7 +303,7 @@ class OpenCLModule final : public DeviceModule {
   }
 
   int32_t launch(const char* name, const AnvilLaunchDims& dims, int32_t nargs,
-                 const DLTensor* const* args) override {
+                 const DLTensor* const* args, Stream stream) override {
     try {
       Kernel& kernel = get_kernel(name);
       // Dynamic local memory would be one more (__local) parameter, which generated kernels do
@@ -314,8 +334,8 @@ class OpenCLModule final : public DeviceModule {
           throw std::runtime_error("argument " + std::to_string(i) + ": " +
                                    failed("clSetKernelArg", err));
       }
-      cl_int err = api.clEnqueueNDRangeKernel(device_.queue(), kernel.handle, 3, nullptr, global,
-                                              local, 0, nullptr, nullptr);
+      cl_int err = api.clEnqueueNDRangeKernel(device_.queue(stream), kernel.handle, 3, nullptr,
+                                              global, local, 0, nullptr, nullptr);
       if (err != CL_SUCCESS)
         throw std::runtime_error(failed("clEnqueueNDRangeKernel", err) + " (global " +
                                  std::to_string(global[0]) + "x" + std::to_string(global[1]) + "x" +

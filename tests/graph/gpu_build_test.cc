@@ -40,6 +40,36 @@ TEST(GpuBuild, DqnOnOpenCL) {
   check_opencl("dqn");
 }
 
+// A run on the caller's stream (an OpenCL command queue of its own) matches the interpreter, and
+// a second run on it reuses the first one's device memory; a CPU model refuses a stream.
+TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
+  Graph g = models::build_model("dqn");
+  std::vector<runtime::NDArray> inputs = models::example_inputs(g);
+  std::vector<runtime::NDArray> want = interpret(g, inputs);
+  CompiledGraph cg = CompiledGraph::build(g, Target::parse("opencl"), BuildOptions());
+  TempDir dir("anvil_gpu_build", "the OpenCL artifact");
+  cg.save(dir.path() + "/dqn.so");
+  runtime::Model m = runtime::Model::load(dir.path() + "/dqn.so");
+  runtime::Device& device = runtime::Device::get(kDLOpenCL);
+  runtime::Stream stream = device.create_stream();
+  EXPECT_EQ(m.device_bytes_held(), 0u);
+  expect_close(m.run(inputs, stream), want, "dqn on a stream");
+  size_t held = m.device_bytes_held();
+  EXPECT_GE(held, static_cast<size_t>(m.arena_bytes()));
+  expect_close(m.run(inputs, stream), want, "dqn on a stream, again");
+  EXPECT_EQ(m.device_bytes_held(), held);
+  expect_close(m.run(inputs), want, "dqn on the device's queue");
+  device.destroy_stream(stream);
+
+  CompiledGraph cpu = CompiledGraph::build(g, Target::host(), BuildOptions());
+  try {
+    cpu.model().run(inputs, stream);
+    ADD_FAILURE() << "a CPU model ran on a stream";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("runs on the CPU"));
+  }
+}
+
 TEST(GpuBuild, DcganOnOpenCL) {
   check_opencl("dcgan");
 }

@@ -170,6 +170,51 @@ TEST_F(OpenCL, Device) {
   EXPECT_EQ(&Device::get(kDLOpenCL), &device);  // one per process
 }
 
+// Work on a stream of its own (an OpenCL command queue): copies and launches on it run in order,
+// and synchronize(stream) waits for them.
+TEST_F(OpenCL, StreamsRunTheirOwnWorkInOrder) {
+  anvil::runtime::Stream stream = device.create_stream();
+  ASSERT_NE(stream, nullptr);
+  DeviceContext on_stream{&device, program, stream};
+  std::vector<float> x = iota(kN, 1.0f, 0.5f), y = iota(kN, -3.0f, 2.0f);
+  device.copy_to_device(a.get()->data, a.get()->byte_offset, x.data(), kN * sizeof(float), stream);
+  device.copy_to_device(b.get()->data, b.get()->byte_offset, y.data(), kN * sizeof(float), stream);
+  AnvilLaunchDims dims{{4, 1, 1}, {256, 1, 1}, 0};
+  ASSERT_EQ(launch("add", dims, {a.get(), b.get(), c.get()}, &on_stream), 0) << AnvilGetLastError();
+  ASSERT_EQ(launch("twice", dims, {c.get()}, &on_stream), 0) << AnvilGetLastError();
+  device.synchronize(stream);
+  std::vector<float> got(kN);
+  device.copy_from_device(got.data(), c.get()->data, c.get()->byte_offset, kN * sizeof(float),
+                          stream);
+  for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(got[i], 2 * (x[i] + y[i])) << i;
+  device.destroy_stream(stream);
+}
+
+// A pool hands a released buffer out again for requests up to its size (and at least half of
+// it), and allocates anew otherwise; host functions' temporaries come from a context's pool.
+TEST_F(OpenCL, WorkspacePoolReusesReleasedBuffers) {
+  anvil::runtime::WorkspacePool pool(device);
+  void* p100 = pool.alloc(100);
+  pool.release(p100);
+  EXPECT_EQ(pool.alloc(80), p100);
+  void* p300 = pool.alloc(300);
+  EXPECT_NE(p300, p100);
+  EXPECT_EQ(pool.held_bytes(), 400u);
+  pool.release(p100);
+  void* p30 = pool.alloc(30);  // 100 bytes is more than twice 30: a new buffer
+  EXPECT_NE(p30, p100);
+  EXPECT_EQ(pool.held_bytes(), 430u);
+  int local = 0;
+  EXPECT_TRUE(contains(error_of([&] { pool.release(&local); }), "did not hand out"));
+
+  DeviceContext pooled{&device, program, nullptr, &pool};
+  void* t = AnvilDeviceWorkspaceAlloc(&pooled, 90);
+  EXPECT_EQ(t, p100);
+  AnvilDeviceWorkspaceFree(&pooled, t);
+  EXPECT_EQ(AnvilDeviceWorkspaceAlloc(&pooled, 60), p100);
+  EXPECT_EQ(pool.held_bytes(), 430u);
+}
+
 TEST_F(OpenCL, CopyRoundTripWithOffset) {
   constexpr uint64_t offset = 192;
   void* data = device.alloc(offset + kN * sizeof(float));
