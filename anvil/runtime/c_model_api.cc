@@ -120,6 +120,12 @@ int32_t AnvilModelOutputInfo(AnvilModelHandle model, int32_t index, const char**
 
 int32_t AnvilModelRun(AnvilModelHandle model, const DLTensor* const* inputs, int32_t num_inputs,
                       DLTensor* const* outputs, int32_t num_outputs) {
+  return AnvilModelRunOnStream(model, inputs, num_inputs, outputs, num_outputs, nullptr);
+}
+
+int32_t AnvilModelRunOnStream(AnvilModelHandle model, const DLTensor* const* inputs,
+                              int32_t num_inputs, DLTensor* const* outputs, int32_t num_outputs,
+                              void* stream) {
   return guarded([&] {
     if (!model) throw std::invalid_argument("AnvilModelRun: NULL model");
     const auto& in_info = model->model.inputs();
@@ -145,7 +151,7 @@ int32_t AnvilModelRun(AnvilModelHandle model, const DLTensor* const* inputs, int
                     bytes);
       in.push_back(a);
     }
-    std::vector<NDArray> result = model->model.run(in);
+    std::vector<NDArray> result = model->model.run(in, stream);
     for (int32_t i = 0; i < num_outputs; ++i)
       if (out_bytes[i])
         std::memcpy(static_cast<char*>(outputs[i]->data) + outputs[i]->byte_offset,

@@ -37,6 +37,14 @@ ANVIL_DLL int32_t AnvilModelOutputInfo(AnvilModelHandle model, int32_t index, co
 ANVIL_DLL int32_t AnvilModelRun(AnvilModelHandle model, const DLTensor* const* inputs,
                                 int32_t num_inputs, DLTensor* const* outputs, int32_t num_outputs);
 
+/* The same for a GPU model on `stream` of its device (a CUstream, or a cl_command_queue of the
+ * device's OpenCL context): its kernels are launched there, and the call returns once the outputs
+ * are copied back. NULL is the device's own queue (AnvilModelRun); a CPU model refuses any other
+ * stream. */
+ANVIL_DLL int32_t AnvilModelRunOnStream(AnvilModelHandle model, const DLTensor* const* inputs,
+                                        int32_t num_inputs, DLTensor* const* outputs,
+                                        int32_t num_outputs, void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

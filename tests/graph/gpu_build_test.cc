@@ -9,6 +9,7 @@
 #include "anvil/graph/build.h"
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
+#include "anvil/runtime/c_model_api.h"
 #include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/support/temp_dir.h"
@@ -59,6 +60,16 @@ TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
   expect_close(m.run(inputs, stream), want, "dqn on a stream, again");
   EXPECT_EQ(m.device_bytes_held(), held);
   expect_close(m.run(inputs), want, "dqn on the device's queue");
+
+  // The C API on the stream.
+  AnvilModelHandle handle = nullptr;
+  ASSERT_EQ(AnvilModelLoad((dir.path() + "/dqn.so").c_str(), &handle), 0) << AnvilGetLastError();
+  runtime::NDArray got = runtime::NDArray::empty(want[0].shape(), want[0].dtype());
+  const DLTensor* ins[] = {inputs[0].get()};
+  DLTensor* outs[] = {got.get()};
+  ASSERT_EQ(AnvilModelRunOnStream(handle, ins, 1, outs, 1, stream), 0) << AnvilGetLastError();
+  expect_close({got}, want, "dqn through the C API on a stream");
+  AnvilModelFree(handle);
   device.destroy_stream(stream);
 
   CompiledGraph cpu = CompiledGraph::build(g, Target::host(), BuildOptions());

@@ -428,6 +428,9 @@ TEST(Model, CApi) {
               HasSubstr("input 'x': expected float32[1, 4, 8, 8], got float32[1, 4, 8, 7]"));
   EXPECT_EQ(AnvilModelRun(m, ins, 1, outs, 1), -1);
   EXPECT_THAT(AnvilGetLastError(), HasSubstr("1 inputs and 2 outputs, got 1 and 1"));
+  int not_a_stream = 0;
+  EXPECT_EQ(AnvilModelRunOnStream(m, ins, 1, outs, 2, &not_a_stream), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("runs on the CPU"));
   AnvilModelFree(m);
 }
 
