@@ -23,8 +23,10 @@
 #include <random>
 #include <sstream>
 
+#include "anvil/codegen/gpu/codegen_gpu.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/lower/lower.h"
+#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/module.h"
 #include "anvil/runtime/ndarray.h"
 #include "anvil/support/error.h"
@@ -183,6 +185,69 @@ void check_and_time(const Task& task, AnvilKernel kernel,
   }
 }
 
+// check_and_time for a candidate compiled for a GPU target: the reference's inputs copied to the
+// device, the outputs copied back and checked after the first call, then each repeat launches the
+// kernel in groups of kGroup calls, waiting for the device after each group, until min_repeat_ms
+// has passed; a repeat's cost is its time per call. (No cache flushes: the device's caches are
+// not the host's.)
+void check_and_time_on_device(const Task& task, const runtime::Module& module, AnvilKernel kernel,
+                              const std::vector<ops::TensorType>& out_types,
+                              const MeasureOptions& options, Measurement& m) {
+  constexpr int kGroup = 10;
+  try {
+    const Reference& ref = reference_of(task);
+    runtime::Device& device = runtime::Device::get(static_cast<DLDeviceType>(module.device_type()));
+    std::vector<runtime::NDArray> outs;
+    for (const ops::TensorType& t : out_types)
+      outs.push_back(runtime::NDArray::empty(t.shape, ops::to_dlpack(t.dtype), true));
+    std::vector<const runtime::NDArray*> arrays;
+    for (const runtime::NDArray& a : ref.inputs) arrays.push_back(&a);
+    for (const runtime::NDArray& a : outs) arrays.push_back(&a);
+    std::vector<runtime::DeviceBuffer> buffers;
+    std::vector<DLTensor> views;
+    views.reserve(arrays.size());
+    for (const runtime::NDArray* a : arrays) {
+      buffers.emplace_back(device, std::max<size_t>(a->nbytes(), 1));
+      if (a->nbytes() > 0) device.copy_to_device(buffers.back().data(), 0, a->data(), a->nbytes());
+      DLTensor t = *a->get();
+      t.data = buffers.back().data();
+      t.device = device.dl_device();
+      t.byte_offset = 0;
+      views.push_back(t);
+    }
+    std::vector<const DLTensor*> args;
+    for (const DLTensor& t : views) args.push_back(&t);
+    void* ctx = module.context();
+    auto call = [&] {
+      if (kernel(args.data(), static_cast<int32_t>(args.size()), ctx) != 0)
+        throw std::runtime_error(AnvilGetLastError());
+    };
+    call();
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (outs[o].nbytes() > 0)
+        device.copy_from_device(outs[o].data(), buffers[ref.inputs.size() + o].data(), 0,
+                                outs[o].nbytes());
+    std::string differs = compare(ref.outputs, outs);
+    if (!differs.empty()) {
+      m.error = "wrong result: " + differs;
+      return;
+    }
+    for (int r = 0; r < options.repeats; ++r) {
+      auto t0 = Clock::now();
+      int calls = 0;
+      do {
+        for (int i = 0; i < kGroup; ++i) call();
+        device.synchronize();
+        calls += kGroup;
+      } while (seconds_since(t0) * 1e3 < options.min_repeat_ms);
+      m.costs_s.push_back(seconds_since(t0) / calls);
+    }
+  } catch (const std::exception& e) {
+    m.error = std::string("runtime: ") + e.what();
+    m.costs_s.clear();
+  }
+}
+
 std::string describe_status(int status) {
   if (WIFSIGNALED(status))
     return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
@@ -198,8 +263,13 @@ std::string compile_in_child(const Task& task, const Target& target, const ops::
   auto start = Clock::now();
   try {
     std::vector<ops::TensorType> out_types;
-    ir::LoweredFunc f = lower_candidate(task, target, config, &out_types);
-    codegen::LLVMModule::compile({f}, target)->save_shared_library(library);
+    if (target.is_gpu()) {
+      codegen::save_gpu_library({lower_candidate_gpu(task, target, config, &out_types)}, target,
+                                library);
+    } else {
+      ir::LoweredFunc f = lower_candidate(task, target, config, &out_types);
+      codegen::LLVMModule::compile({f}, target)->save_shared_library(library);
+    }
     return "ok " + std::to_string(seconds_since(start));
   } catch (const std::exception& e) {
     return std::string("error\n") + e.what();
@@ -385,6 +455,19 @@ Measurement measure_here(const Task& task, const ops::Config& config, const Meas
   std::unique_ptr<codegen::LLVMModule> module;
   AnvilKernel kernel = nullptr;
   std::vector<ops::TensorType> out_types;
+  if (target.is_gpu()) {
+    try {
+      const TempDir temp("anvil-measure-", "measure of " + task.str());
+      runtime::Module gpu =
+          codegen::build_gpu({lower_candidate_gpu(task, target, config, &out_types)}, target,
+                             temp.path() + "/candidate.so");
+      m.compile_s = seconds_since(start);
+      check_and_time_on_device(task, gpu, gpu.get_function("candidate"), out_types, options, m);
+    } catch (const std::exception& e) {
+      m.error = std::string("compile: ") + e.what();
+    }
+    return m;
+  }
   try {
     module =
         codegen::LLVMModule::compile({lower_candidate(task, target, config, &out_types)}, target);
@@ -433,6 +516,10 @@ std::vector<Measurement> measure_batch_here(const Task& task,
       kernel = module->get_function("candidate");
     } catch (const std::exception& e) {
       m.error = std::string("compile: ") + e.what();
+      continue;
+    }
+    if (module->device_type() != kDLCPU) {
+      check_and_time_on_device(task, *module, kernel, out_types, options, m);
       continue;
     }
     check_and_time(task, kernel, out_types, configs[i], options, call, m);

@@ -63,7 +63,10 @@ using KernelCall = std::function<int32_t(
     AnvilKernel kernel, const std::vector<const DLTensor*>& args, const ops::Config& config)>;
 
 // Measures in this process. The inputs are seeded random values; the reference outputs are
-// computed once per task and kept for the process's later measurements of it.
+// computed once per task and kept for the process's later measurements of it. A task for a GPU
+// target is compiled with its GPU schedule (NVRTC or OpenCL C) and run on that device: inputs
+// copied there, outputs checked after the first call, each repeat timed over groups of launches
+// with the device waited for after each group (no cache flushes; `call` is not used).
 Measurement measure_here(const Task& task, const ops::Config& config, const MeasureOptions& options,
                          const KernelCall& call = {});
 

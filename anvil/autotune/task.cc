@@ -170,9 +170,12 @@ int64_t index_of(const ops::ConfigSpace& space, const ops::Config& config) {
   return index;
 }
 
-ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
-                                std::vector<ops::TensorType>* out_types,
-                                const LowerOptions& options) {
+namespace {
+
+// The candidate's schedule and its arguments (inputs, then outputs).
+std::pair<te::Schedule, std::vector<te::Tensor>> schedule_candidate(
+    const Task& task, const Target& target, const ops::Config& config,
+    std::vector<ops::TensorType>* out_types) {
   const ops::OpDef& def = ops::lookup(task.op);
   ANVIL_CHECK(def.compute, "operator '", task.op, "' has no compute");
   std::vector<ops::TensorType> types = def.infer(task.inputs, task.attrs);
@@ -186,7 +189,23 @@ ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const op
   ops::schedule_for(def, s, outs, task.attrs, target, config);
   std::vector<te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
+  return {s, args};
+}
+
+}  // namespace
+
+ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
+                                std::vector<ops::TensorType>* out_types,
+                                const LowerOptions& options) {
+  auto [s, args] = schedule_candidate(task, target, config, out_types);
   return lower(s, args, "candidate", options);
+}
+
+ir::DeviceFunc lower_candidate_gpu(const Task& task, const Target& target,
+                                   const ops::Config& config,
+                                   std::vector<ops::TensorType>* out_types) {
+  auto [s, args] = schedule_candidate(task, target, config, out_types);
+  return lower_gpu(s, args, "candidate", target);
 }
 
 }  // namespace anvil::autotune

@@ -39,13 +39,17 @@ struct Task {
 // The key of a record's "task" object and target, as Task::key makes it.
 std::string task_key(const nlohmann::json& task, const std::string& target);
 
-// The candidate of `config` for `task`: placeholders for its inputs, the op's compute and its x86
-// schedule with `config`, lowered (with `options`) as the function "candidate". `out_types`, when
-// given, receives the output types. Throws anvil::Error when the op refuses the inputs or the
-// configuration.
+// The candidate of `config` for `task`: placeholders for its inputs, the op's compute and its
+// schedule for `target` (schedule_for) with `config`, lowered (with `options`) as the function
+// "candidate". `out_types`, when given, receives the output types. Throws anvil::Error when the op
+// refuses the inputs or the configuration.
 ir::LoweredFunc lower_candidate(const Task& task, const Target& target, const ops::Config& config,
                                 std::vector<ops::TensorType>* out_types = nullptr,
                                 const LowerOptions& options = {});
+// The same for a GPU target: the op's GPU schedule, split into host and device (lower_gpu).
+ir::DeviceFunc lower_candidate_gpu(const Task& task, const Target& target,
+                                   const ops::Config& config,
+                                   std::vector<ops::TensorType>* out_types = nullptr);
 
 // A task of a model, with how much of the model it is.
 struct ModelTask {

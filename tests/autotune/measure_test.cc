@@ -185,6 +185,38 @@ TEST(MeasureBatch, OneResultPerConfigInOrderAsSingleMeasurementsGive) {
   EXPECT_TRUE(measurer.measure_batch(t, {}, o).empty());
 }
 
+// A task for a GPU target (OpenCL, on PoCL here) has its GPU space; its candidates are compiled
+// with the GPU schedule, checked and timed on the device, in process and in a batch alike, and a
+// configuration that does not tile the output is a compile failure naming the knob.
+TEST(MeasureBatch, GpuCandidatesRunOnTheDevice) {
+  Task t;
+  t.op = "conv2d";
+  t.inputs = {{{1, 8, 8, 8}, ir::DataType::Float32()}, {{16, 8, 3, 3}, ir::DataType::Float32()}};
+  t.attrs = ops::Attrs("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  t.target = Target::parse("opencl").str();
+  ops::ConfigSpace space = t.space();
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space[0].name, "f_threads");  // the GPU knobs, not the CPU ones
+  std::vector<ops::Config> configs = {config_at(space, 0),
+                                      {{"x_threads", 4}, {"y_threads", 2}, {"f_inner", 2}},
+                                      {{"x_threads", 3}}};
+  MeasureOptions o = quick();
+  o.compile_jobs = 2;
+  std::vector<Measurement> batch = measure_batch_here(t, configs, o);
+  ASSERT_EQ(batch.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_FALSE(batch[i].error) << i << ": " << *batch[i].error;
+    ASSERT_EQ(batch[i].costs_s.size(), 3u);
+    for (double c : batch[i].costs_s) EXPECT_GT(c, 0);
+  }
+  ASSERT_TRUE(batch[2].error.has_value());
+  EXPECT_EQ(batch[2].error->rfind("compile: ", 0), 0u) << *batch[2].error;
+  EXPECT_NE(batch[2].error->find("x_threads 3"), std::string::npos) << *batch[2].error;
+  Measurement single = measure_here(t, configs[1], o);
+  EXPECT_FALSE(single.error) << *single.error;
+  EXPECT_EQ(single.costs_s.size(), 3u);
+}
+
 TEST(MeasureBatch, ACrashAndAHangFailOnlyTheirCandidates) {
   Task t = small_task();
   std::vector<ops::Config> configs = some_configs(t, 4);

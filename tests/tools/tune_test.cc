@@ -10,6 +10,7 @@
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/task.h"
 #include "anvil/models/models.h"
+#include "anvil/runtime/device_api.h"
 #include "tools/cli_fixture.h"
 
 namespace anvil::cli {
@@ -136,6 +137,31 @@ TEST_F(Cli, TuneSchedulerSpendsTheBudget) {
   for (const auto& [key, p] : points) distinct += p.size();
   EXPECT_EQ(distinct, 3 * tasks.size());
   for (const auto& [key, i] : first) EXPECT_EQ(i, 0) << key;
+}
+
+// Tuning for a GPU target measures on that device (OpenCL on PoCL here): the records carry the
+// target and the GPU knobs, and compiling with them applies them; without the device (CUDA here)
+// tune says why.
+TEST_F(Cli, TuneForAGpuTargetMeasuresOnTheDevice) {
+  Result r =
+      anvil("tune zoo:dqn --target opencl --trials 2 --repeats 1 --tuning-records dqn_cl.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  autotune::RecordFile f = autotune::read_records(path("dqn_cl.json"));
+  ASSERT_FALSE(f.records.empty());
+  int measured = 0;
+  for (const autotune::Record& rec : f.records) {
+    EXPECT_EQ(rec.target.rfind("opencl", 0), 0u) << rec.target;
+    EXPECT_TRUE(rec.config.count("k_tile") || rec.config.count("n_threads")) << rec.target;
+    if (!rec.error) ++measured;
+  }
+  EXPECT_GT(measured, 0);
+  Result c =
+      anvil("compile zoo:dqn --target opencl --tuning-records dqn_cl.json -o dqn_cl_tuned.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("5 of 5 tunable kernels tuned"), std::string::npos) << c.out;
+  if (!runtime::Device::available(kDLCUDA))
+    expect_error("tune zoo:dqn --target cuda --tuning-records dqn_cuda.json", 1,
+                 {"no device to measure on", "libcuda.so.1"});
 }
 
 TEST_F(Cli, TuneRefusesBadArguments) {

@@ -279,7 +279,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000));
-  t->add_option("--target", tune.target, "What to tune for (an llvm target for this CPU)")
+  t->add_option(
+       "--target", tune.target,
+       "What to tune for: an llvm target for this CPU, or a GPU target measured on its device")
       ->capture_default_str()
       ->type_name("TARGET");
   t->add_option("--input-shape", tune.input_shapes, "Bind an input's shape, NAME=DIMS; repeatable")

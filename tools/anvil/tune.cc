@@ -36,6 +36,7 @@
 #include "anvil/autotune/task.h"
 #include "anvil/graph/build.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/support/error.h"
 #include "anvil/support/temp_dir.h"
@@ -353,8 +354,15 @@ std::vector<std::string> tuner_names() {
 void tune_command(const TuneOptions& o) {
   const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
                                        [&] { return Target::parse(o.target); });
-  if (target.kind != Target::Kind::kLLVM)
-    usage_error("--target '" + o.target + "': anvil tune measures on this CPU (llvm targets)");
+  // Candidates are measured where they run: this CPU for llvm targets, the GPU for GPU targets.
+  if (target.is_gpu()) {
+    std::string why;
+    if (!runtime::Device::available(target.kind == Target::Kind::kCUDA ? kDLCUDA : kDLOpenCL, &why))
+      usage_error("--target '" + o.target + "': no device to measure on: " + why);
+  } else if (target.kind != Target::Kind::kLLVM) {
+    usage_error("--target '" + o.target +
+                "': anvil tune measures where the kernels run (llvm or GPU targets)");
+  }
   {
     fs::path parent = fs::path(o.records).parent_path();
     std::error_code ec;
