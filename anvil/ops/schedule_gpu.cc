@@ -195,11 +195,15 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   std::vector<int64_t> thread_counts;
   for (size_t j = 0; j < n; ++j) {
     int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
-    int64_t f = knob(config, axes[j].name + "_inner", rule.inner[j]);
     int64_t e = shape[first + j];
-    ANVIL_CHECK(t >= 1 && f >= 1 && e % (t * f) == 0, "tiled GPU schedule of '", out.name(),
-                "': ", axes[j].name, "_threads ", t, " x ", axes[j].name, "_inner ", f,
-                " does not divide its extent ", e);
+    ANVIL_CHECK(t >= 1 && e % t == 0, "tiled GPU schedule of '", out.name(), "': ", axes[j].name,
+                "_threads ", t, " does not divide its extent ", e);
+    // At most this many: the largest divisor of the thread's share, so that every point of the
+    // space tiles exactly.
+    int64_t f = knob(config, axes[j].name + "_inner", rule.inner[j]);
+    ANVIL_CHECK(f >= 1, "tiled GPU schedule of '", out.name(), "': ", axes[j].name, "_inner ", f,
+                " is not positive");
+    f = largest_divisor(e / t, f);
     auto [rest, fi] = so.split(all[first + j], f);
     auto [bo, ti] = so.split(rest, t);
     blocks.push_back(bo);

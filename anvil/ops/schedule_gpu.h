@@ -23,8 +23,10 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
                           const Target& target);
 
 // One output axis of the tiled schedule, counted from the last: its knobs are
-// "<name>_threads" (threads of a block along it) and "<name>_inner" (outputs of a thread along
-// it); the default rule takes the largest divisors of the extent up to these caps.
+// "<name>_threads" (threads of a block along it, a divisor of the extent) and "<name>_inner" (at
+// most this many outputs of a thread along it: the largest divisor of extent / threads up to it,
+// so that every point of the space tiles exactly); the default rule takes the largest divisors
+// up to these caps.
 struct GpuTileAxis {
   std::string name;
   int64_t max_threads = 8;
@@ -42,7 +44,7 @@ struct GpuTileAxis {
 //     block together (cooperative fetching), its producers (padding, packing) inlined into the
 //     copy; knob "double_buffer" (0/1) double-buffers those copies. Tensors for which `global`
 //     returns true are read from global memory instead (inlined when computed).
-// Throws anvil::Error naming the knob when a configuration does not tile the output exactly,
+// Throws anvil::Error naming the knob when a thread count does not divide its axis,
 // and when the function is not of this form.
 void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
                         const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,

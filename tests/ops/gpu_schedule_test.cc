@@ -2,7 +2,7 @@
 // through OpenCL on PoCL against the double-precision references: the default rule and sampled
 // points of each space, on shapes with padding, strides, groups, depthwise, transposes, odd
 // extents and batches (a grouped convolution with several channels per group takes the default
-// schedule). Configurations that do not tile the output are refused, naming the knob.
+// schedule). A thread count that does not divide its axis is refused, naming the knob.
 // Tolerance: 1e-4 * sqrt(K) relative, K the reduction's length.
 #include <gtest/gtest.h>
 
@@ -80,20 +80,19 @@ CheckOptions gpu_opts(const Case& c, Config config) {
   return o;
 }
 
-// Whether `config` tiles every axis exactly with at most `max_threads` threads per block.
-bool tiles_exactly(const ConfigSpace& space, const Config& config, const TensorType& out,
-                   int64_t max_threads) {
+// Whether `config`'s thread counts divide their axes and make at most `max_threads` threads per
+// block (inner counts always fit: the schedule takes the largest divisor up to them).
+bool fits(const ConfigSpace& space, const Config& config, const TensorType& out,
+          int64_t max_threads) {
   size_t tiled = 0;
-  int64_t threads = 1;
   for (const Knob& k : space)
-    if (k.name.size() > 8 && k.name.ends_with("_threads")) ++tiled;
+    if (k.name.ends_with("_threads")) ++tiled;
   size_t first = out.shape.size() - tiled, j = 0;
+  int64_t threads = 1;
   for (const Knob& k : space) {
     if (!k.name.ends_with("_threads")) continue;
-    std::string axis = k.name.substr(0, k.name.size() - 8);
     int64_t t = config.at(k.name);
-    int64_t f = config.count(axis + "_inner") ? config.at(axis + "_inner") : 1;
-    if (out.shape[first + j++] % (t * f) != 0) return false;
+    if (out.shape[first + j++] % t != 0) return false;
     threads *= t;
   }
   return threads <= max_threads;
@@ -118,7 +117,7 @@ TEST(GpuSchedule, SampledConfigurationsMatchTheReference) {
     for (int tries = 0; tries < 200 && taken < 3; ++tries) {
       Config config =
           autotune::config_at(space, std::uniform_int_distribution<int64_t>(0, size - 1)(rng));
-      if (!tiles_exactly(space, config, out, kOpenCL.max_threads_per_block)) continue;
+      if (!fits(space, config, out, kOpenCL.max_threads_per_block)) continue;
       std::string knobs;
       for (const auto& [name, value] : config) knobs += " " + name + "=" + std::to_string(value);
       SCOPED_TRACE(c.op + " " + to_string(c.types[0]) + knobs);
@@ -126,23 +125,26 @@ TEST(GpuSchedule, SampledConfigurationsMatchTheReference) {
       ++taken;
       ++checked;
     }
-    EXPECT_GT(taken, 0) << c.op << " " << to_string(c.types[0]) << ": no exact tiling sampled";
+    EXPECT_GT(taken, 0) << c.op << " " << to_string(c.types[0])
+                        << ": no fitting configuration sampled";
   }
   EXPECT_GE(checked, 20);
 }
 
 TEST(GpuSchedule, EveryConvolutionTileOfASmallSpace) {
-  // Every seventh point of a small convolution's space, k_tile and double buffering included.
+  // Points spread over a small convolution's space, k_tile and double buffering included.
   Case c = {"conv2d",
             {{{1, 4, 6, 6}, f32}, {{8, 4, 3, 3}, f32}},
             conv_attrs("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
             4 * 9};
   ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
   TensorType out = lookup(c.op).infer(c.types, c.attrs)[0];
+  // About 16 points spread over the space (PoCL compiles each).
+  int64_t size = autotune::space_size(space), step = std::max<int64_t>(7, size / 16) | 1;
   int ran = 0;
-  for (int64_t i = 0; i < autotune::space_size(space); i += 7) {
+  for (int64_t i = 0; i < size; i += step) {
     Config config = autotune::config_at(space, i);
-    if (!tiles_exactly(space, config, out, kOpenCL.max_threads_per_block)) continue;
+    if (!fits(space, config, out, kOpenCL.max_threads_per_block)) continue;
     check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
     ++ran;
   }
@@ -160,8 +162,7 @@ TEST(GpuSchedule, ATileThatDoesNotDivideIsRefusedNamingTheKnob) {
     te::Schedule s(outs);
     def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"x_threads", 3}});
   });
-  EXPECT_NE(e.find("x_threads 3 x x_inner 1 does not divide its extent 14"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("x_threads 3 does not divide its extent 14"), std::string::npos) << e;
   e = testing::user_error([&] {
     te::Schedule s(outs);
     def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"k_tile", 5}});
