@@ -203,30 +203,15 @@ void check_and_time_on_device(const Task& task, const runtime::Module& module, A
     std::vector<const runtime::NDArray*> arrays;
     for (const runtime::NDArray& a : ref.inputs) arrays.push_back(&a);
     for (const runtime::NDArray& a : outs) arrays.push_back(&a);
-    std::vector<runtime::DeviceBuffer> buffers;
-    std::vector<DLTensor> views;
-    views.reserve(arrays.size());
-    for (const runtime::NDArray* a : arrays) {
-      buffers.emplace_back(device, std::max<size_t>(a->nbytes(), 1));
-      if (a->nbytes() > 0) device.copy_to_device(buffers.back().data(), 0, a->data(), a->nbytes());
-      DLTensor t = *a->get();
-      t.data = buffers.back().data();
-      t.device = device.dl_device();
-      t.byte_offset = 0;
-      views.push_back(t);
-    }
-    std::vector<const DLTensor*> args;
-    for (const DLTensor& t : views) args.push_back(&t);
+    const runtime::DeviceArrays on_device(device, arrays);
+    const std::vector<const DLTensor*>& args = on_device.args();
     void* ctx = module.context();
     auto call = [&] {
       if (kernel(args.data(), static_cast<int32_t>(args.size()), ctx) != 0)
         throw std::runtime_error(AnvilGetLastError());
     };
     call();
-    for (size_t o = 0; o < outs.size(); ++o)
-      if (outs[o].nbytes() > 0)
-        device.copy_from_device(outs[o].data(), buffers[ref.inputs.size() + o].data(), 0,
-                                outs[o].nbytes());
+    for (size_t o = 0; o < outs.size(); ++o) on_device.read(ref.inputs.size() + o, outs[o]);
     std::string differs = compare(ref.outputs, outs);
     if (!differs.empty()) {
       m.error = "wrong result: " + differs;

@@ -530,14 +530,14 @@ constexpr int64_t kConvGpuMaxKTile = 8;
 // Grouped convolutions with several output channels per group (not depthwise) take the default
 // GPU schedule: a tile of channels across groups reads an input-channel range whose size the
 // tiled schedule cannot make static.
-bool conv_gpu_tiled(const ConvParams& p) {
-  return p.group == 1 || p.O == p.group;  // as schedule_gpu decides from the attributes
+bool conv_gpu_tiled(int64_t group, int64_t out_channels) {
+  return group == 1 || group == out_channels;
 }
 
 ConfigSpace conv_gpu_space(const std::string& op, const std::vector<TensorType>& in,
                            const Attrs& attrs, const Target& target) {
   ConvParams p = parse(op, in, attrs);
-  if (!conv_gpu_tiled(p)) return {};
+  if (!conv_gpu_tiled(p.group, p.O)) return {};
   return gpu_tiled_space(out_shape(p), p.C / p.group, conv_gpu_axes(p.dims), kConvGpuMaxKTile,
                          target);
 }
@@ -565,7 +565,7 @@ void register_conv(const std::string& name) {
                         const Target& target, const Config& config) {
     std::vector<int64_t> out = shape_of(outs[0]);
     int64_t group = attrs.get_int("group", 1);
-    if (group != 1 && group != out[1]) return schedule_gpu_default(s, outs, target);
+    if (!conv_gpu_tiled(group, out[1])) return schedule_gpu_default(s, outs, target);
     schedule_gpu_tiled(s, outs, conv_gpu_axes(out.size() - 2), kConvGpuMaxKTile, config);
   };
   def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,

@@ -582,9 +582,7 @@ constexpr int64_t kMatmulGpuMaxKTile = 16;
 // B's rows), then each output's threads reducing the lanes (every lane's thread alike; they
 // write the same value). Default: the largest divisor of N up to 16 (256 threads).
 int64_t dot_gpu_default(int64_t N) {
-  for (int64_t t = std::min<int64_t>(16, N); t > 1; --t)
-    if (N % t == 0) return t;
-  return 1;
+  return largest_divisor(N, 16);
 }
 
 ConfigSpace dot_gpu_space(const Problem& p, const Target& target) {

@@ -83,12 +83,6 @@ bool cross_thread_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
   return true;
 }
 
-int64_t largest_divisor(int64_t n, int64_t cap) {
-  for (int64_t d = std::min(n, cap); d > 1; --d)
-    if (n % d == 0) return d;
-  return 1;
-}
-
 // The default rule of the tiled schedule: per axis, threads and inner outputs.
 struct TileRule {
   std::vector<int64_t> threads, inner;
@@ -119,6 +113,12 @@ std::vector<int64_t> divisor_values(int64_t def, int64_t n,
 }
 
 }  // namespace
+
+int64_t largest_divisor(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
 
 ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
                             const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,

@@ -22,6 +22,9 @@ namespace anvil::ops {
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target);
 
+// The largest divisor of n that is at most cap (1 when cap < 2).
+int64_t largest_divisor(int64_t n, int64_t cap);
+
 // One output axis of the tiled schedule, counted from the last: its knobs are
 // "<name>_threads" (threads of a block along it, a divisor of the extent) and "<name>_inner" (at
 // most this many outputs of a thread along it: the largest divisor of extent / threads up to it,

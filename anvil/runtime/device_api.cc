@@ -73,6 +73,26 @@ bool Device::available(DLDeviceType type, std::string* why) {
   }
 }
 
+DeviceArrays::DeviceArrays(Device& device, const std::vector<const NDArray*>& arrays)
+    : device_(&device) {
+  views_.reserve(arrays.size());
+  for (const NDArray* a : arrays) {
+    buffers_.emplace_back(device, std::max<size_t>(a->nbytes(), 1));
+    if (a->nbytes() > 0) device.copy_to_device(buffers_.back().data(), 0, a->data(), a->nbytes());
+    DLTensor t = *a->get();
+    t.data = buffers_.back().data();
+    t.device = device.dl_device();
+    t.byte_offset = 0;
+    views_.push_back(t);
+  }
+  for (const DLTensor& t : views_) args_.push_back(&t);
+}
+
+void DeviceArrays::read(size_t i, NDArray& into) const {
+  if (into.nbytes() > 0)
+    device_->copy_from_device(into.data(), buffers_.at(i).data(), 0, into.nbytes());
+}
+
 WorkspacePool::~WorkspacePool() {
   for (const auto& [data, bytes] : sizes_) {
     (void)bytes;

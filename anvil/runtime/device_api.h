@@ -20,8 +20,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/ndarray.h"
 
 namespace anvil::runtime {
 
@@ -112,6 +114,22 @@ class DeviceBuffer {
  private:
   Device* device_ = nullptr;
   void* data_ = nullptr;
+};
+
+// Host arrays copied into device memory of their own (an empty array still gets a handle), as the
+// DLTensors a kernel's arguments are (data: the device's handle, byte_offset 0, the host array's
+// shape, which must outlive this); read copies array i back into `into`, of the same size.
+class DeviceArrays {
+ public:
+  DeviceArrays(Device& device, const std::vector<const NDArray*>& arrays);
+  const std::vector<const DLTensor*>& args() const { return args_; }
+  void read(size_t i, NDArray& into) const;
+
+ private:
+  Device* device_;
+  std::vector<DeviceBuffer> buffers_;
+  std::vector<DLTensor> views_;
+  std::vector<const DLTensor*> args_;
 };
 
 // Device memory kept for reuse by the work of one stream: releasing memory to the driver waits for

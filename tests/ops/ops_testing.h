@@ -109,31 +109,15 @@ inline std::vector<runtime::NDArray> run_on_opencl(const std::string& name,
 
   std::vector<runtime::NDArray> results;
   for (const TensorType& t : out_types) results.push_back(testing::array(t.shape, t.dtype));
-  std::vector<runtime::DeviceBuffer> buffers;
-  std::vector<DLTensor> views;
   std::vector<const runtime::NDArray*> arrays;
   for (const runtime::NDArray& a : inputs) arrays.push_back(&a);
   for (const runtime::NDArray& a : results) arrays.push_back(&a);
-  views.reserve(arrays.size());
-  for (const runtime::NDArray* a : arrays) {
-    buffers.emplace_back(device, std::max<size_t>(a->nbytes(), 1));
-    if (a->nbytes() > 0) device.copy_to_device(buffers.back().data(), 0, a->data(), a->nbytes());
-    DLTensor t = *a->get();
-    t.data = buffers.back().data();
-    t.device = device.dl_device();
-    t.byte_offset = 0;
-    views.push_back(t);
-  }
-  std::vector<const DLTensor*> ptrs;
-  for (const DLTensor& t : views) ptrs.push_back(&t);
+  const runtime::DeviceArrays on_device(device, arrays);
+  const std::vector<const DLTensor*>& ptrs = on_device.args();
   int32_t status =
       module.get_function(entry)(ptrs.data(), static_cast<int32_t>(ptrs.size()), module.context());
   EXPECT_EQ(status, 0) << name << " (opencl): " << AnvilGetLastError();
-  for (size_t o = 0; o < results.size(); ++o) {
-    size_t bytes = results[o].nbytes();
-    if (bytes > 0)
-      device.copy_from_device(results[o].data(), buffers[inputs.size() + o].data(), 0, bytes);
-  }
+  for (size_t o = 0; o < results.size(); ++o) on_device.read(inputs.size() + o, results[o]);
   return results;
 }
 
