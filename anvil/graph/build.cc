@@ -249,8 +249,9 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
 Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildOptions& options) {
   std::vector<Pass> passes = {{"simplify_inference", simplify_inference},
                               {"fold_constants", fold_constants}};
-  // The blocked layouts and packed weights are the CPU kernels'; GPU schedules take ONNX's own.
-  if (options.alter_layout && !target.is_gpu()) {
+  // The blocked layouts and packed weights are the CPU kernels'; GPU schedules take ONNX's own
+  // layout, and alter_layout only moves 3x3 convolutions to Winograd there.
+  if (options.alter_layout) {
     passes.push_back(
         {"alter_layout", [&target](const Graph& x) { return alter_layout(x, target); }});
     passes.push_back({"fold_constants", fold_constants});
@@ -310,9 +311,12 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
         }
       }
       if (k.schedule.empty()) {
+        // An op without a GPU schedule of its own tunes the default one's knobs; the
+        // configuration of an op whose schedule refused the group does not apply to it.
+        bool own = static_cast<bool>(def.schedule_gpu);
         try {
           te::Schedule s(f.outputs);
-          ops::schedule_gpu_default(s, f.outputs, target);
+          ops::schedule_gpu_default(s, f.outputs, target, own ? ops::Config{} : k.config);
           cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
         } catch (const InternalError&) {
           throw;
@@ -321,7 +325,7 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
                      ") cannot be compiled for '", target.str(), "': ", e.what());
         }
         k.schedule = why.empty() ? "default GPU schedule" : "default GPU schedule (" + why + ")";
-        k.tuned = false;
+        if (own) k.tuned = false;
       }
       cg.kernels_.push_back(std::move(k));
       continue;

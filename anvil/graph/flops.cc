@@ -78,6 +78,10 @@ double op_flops(const std::string& op, const std::vector<ops::TensorType>& in,
     const std::vector<int64_t>& x = need(true, 0, 5);  // [N, C/ib, H, W, ib]
     return 2 * numel(need(false, 0, 5)) * static_cast<double>(x[1] * x[4]) * 9;
   }
+  if (op == "conv2d_winograd") {
+    const std::vector<int64_t>& x = need(true, 0, 4);  // [N, C, H, W]
+    return 2 * numel(need(false, 0, 4)) * static_cast<double>(x[1]) * 9 + bias(2);
+  }
   if (op == "conv2d_transpose_nchwc") {
     const std::vector<int64_t>& o = need(false, 0, 5);  // [N, O/ob, OH, OW, ob]
     std::vector<int64_t> k = attrs.get_ints("kernel_shape");

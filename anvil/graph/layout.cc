@@ -1,5 +1,6 @@
 // Layout alteration (passes.h): convolutions move to NCHW[x]c (anvil/ops/nchwc.h), constant
-// dense weights to packed panels.
+// dense weights to packed panels. (For a GPU target, winograd_for_gpu at the end of this file
+// only moves 3x3 convolutions to Winograd in NCHW.)
 //
 // Every old value has up to two forms in the new graph: its NCHW form (the value as the old graph
 // has it) and a blocked form (NCHW[b]c, with its block b and its true channel count). Both are
@@ -300,9 +301,52 @@ class LayoutRewriter {
   std::vector<Blocked> blocked_;
 };
 
+// A float32 NCHW conv2d with a constant weight that ops::prefer_winograd_gpu picks.
+bool takes_winograd_gpu(const Graph& g, const Node& n) {
+  if (n.op != "conv2d" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  if (x.type.shape.size() != 4 || w.type.shape.size() != 4 || w.kind != ValueKind::kConstant ||
+      x.type.dtype != ir::DataType::Float32())
+    return false;
+  return ops::prefer_winograd_gpu(x.type.shape[1], w.type.shape[0], n.attrs.get_int("group", 1),
+                                  {w.type.shape[2], w.type.shape[3]},
+                                  n.attrs.get_ints("strides", {1, 1}),
+                                  n.attrs.get_ints("dilations", {1, 1}));
+}
+
+// For a GPU target: the convolutions takes_winograd_gpu picks become conv2d_winograd (NCHW)
+// over conv2d_winograd_nchwc_pack_weight (in_block = out_block = 1) of the constant weight,
+// which fold_constants transforms once; the bias stays the op's third input.
+Graph winograd_for_gpu(const Graph& g) {
+  GraphRewriter rw(g);
+  Graph& out = rw.out();
+  for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
+    const Node& n = g.node(id);
+    if (!takes_winograd_gpu(g, n)) {
+      rw.copy_node(id);
+      continue;
+    }
+    const Value& y = g.value(n.outputs[0]);
+    int64_t tile = ops::winograd_tile_gpu(y.type.shape[2], y.type.shape[3]);
+    const char* pack = "conv2d_winograd_nchwc_pack_weight";
+    ValueId u = out.add(out.unique_name(n.name + "_winograd_weight"), pack,
+                        ops::Attrs(pack, {{"in_block", 1}, {"out_block", 1}, {"tile", tile}}),
+                        {rw.map(n.inputs[1])});
+    std::vector<ValueId> ins = {rw.map(n.inputs[0]), u};
+    if (n.inputs.size() > 2) ins.push_back(rw.map(n.inputs[2]));
+    ops::Attrs attrs("conv2d_winograd",
+                     {{"pads", n.attrs.get_ints("pads", {0, 0, 0, 0})}, {"tile", tile}});
+    rw.set(n.outputs[0], out.add_node(out.unique_name(n.name), "conv2d_winograd", attrs, ins,
+                                      {out.unique_name(y.name)})[0]);
+  }
+  return rw.finish();
+}
+
 }  // namespace
 
 Graph alter_layout(const Graph& g, const Target& target) {
+  if (target.is_gpu()) return winograd_for_gpu(g);
   return LayoutRewriter(g, target).run();
 }
 

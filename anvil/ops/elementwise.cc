@@ -27,6 +27,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
@@ -234,6 +235,7 @@ void register_elementwise(const std::string& name, size_t arity, TypeRule type_r
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
     ANVIL_CHECK(in.size() == arity, name, ": expects ", arity, arity == 1 ? " input" : " inputs",
                 ", got ", in.size());

@@ -158,7 +158,7 @@ void schedule_for(const OpDef& def, te::Schedule& s, const std::vector<te::Tenso
     if (def.schedule_gpu) {
       def.schedule_gpu(s, outs, attrs, target, config);
     } else {
-      schedule_gpu_default(s, outs, target);
+      schedule_gpu_default(s, outs, target, config);
     }
     return;
   }

@@ -32,6 +32,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
@@ -355,6 +356,7 @@ void register_pool(const std::string& name, bool is_avg) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name, is_avg](const std::vector<TensorType>& in, const Attrs& attrs) {
     PoolAttrs a = parse_pool(name, in, attrs, is_avg);
     return std::vector<TensorType>{{pooled_shape(in[0].shape, a.h.out, a.w.out), in[0].dtype}};
@@ -405,6 +407,7 @@ void register_global_pool(const std::string& name, bool is_avg) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs&) {
     check_global_input(name, in);
     return std::vector<TensorType>{{pooled_shape(in[0].shape, 1, 1), in[0].dtype}};
@@ -693,6 +696,7 @@ void register_layer_norm() {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_layer_norm(name, in, attrs);
     return std::vector<TensorType>{in[0]};
@@ -727,6 +731,7 @@ void register_instance_norm() {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_instance_norm(name, in, attrs);
     return std::vector<TensorType>{in[0]};

@@ -40,6 +40,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/recurrent_common.h"
 #include "anvil/ops/recurrent_dense.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -314,6 +315,7 @@ void register_rnn(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return rnn_infer(analyze(name, in, attrs));
   };

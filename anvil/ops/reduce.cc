@@ -62,6 +62,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_gpu.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -401,6 +402,7 @@ void register_reduce(const std::string& name, ReduceKind kind) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in, /*any_float=*/true);
     return std::vector<TensorType>{
@@ -545,6 +547,7 @@ void register_arg(const std::string& name, bool is_max) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in);
     return std::vector<TensorType>{
@@ -653,6 +656,7 @@ void register_softmax(const std::string& name, bool log) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in);
     softmax_spec(name, in[0].shape, attrs);

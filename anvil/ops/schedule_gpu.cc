@@ -14,14 +14,23 @@ namespace {
 
 constexpr int64_t kThreadsPerBlock = 256;
 
-// The data-parallel loops of `st` fused and split into blocks of `threads` threads.
-void bind_blocks(te::Stage st, int64_t threads) {
+// The data-parallel loops of `st` fused and split into blocks of `threads` threads, each thread
+// computing `inner` outputs a block's width apart (so that a warp's accesses stay contiguous).
+void bind_blocks(te::Stage st, int64_t threads, int64_t inner = 1) {
   const std::vector<te::IterVar>& axes = st.axis();
   te::IterVar fused = axes[0];
   for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
-  auto [block, thread] = st.split(fused, threads);
+  if (inner == 1) {
+    auto [block, thread] = st.split(fused, threads);
+    st.bind(block, "blockIdx.x");
+    st.bind(thread, "threadIdx.x");
+    return;
+  }
+  auto [block, rest] = st.split(fused, threads * inner);
+  auto [i, thread] = st.split(rest, threads);
   st.bind(block, "blockIdx.x");
   st.bind(thread, "threadIdx.x");
+  st.unroll(i);
 }
 
 // A reduction to a scalar over more than `threads` elements of its longest reduction axis:
@@ -147,8 +156,6 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   ANVIL_CHECK(outs.size() == 1, "tiled GPU schedule: ", outs.size(), " outputs (one expected)");
   const te::Tensor& out = outs[0];
   std::vector<int64_t> shape = shape_of(out);
-  ANVIL_CHECK(axes.size() <= 3 && axes.size() <= shape.size(), "tiled GPU schedule: ", axes.size(),
-              " tiled axes for output '", out.name(), "' of ", shape.size(), " dimensions");
   // The one reduction; an output that is itself the reduction accumulates in a local copy.
   te::Tensor acc;
   for (const te::Stage& st : s.stages()) {
@@ -165,9 +172,6 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   } else {
     s[acc].set_scope(MemoryScope::kLocal);
   }
-  int64_t k = *ir::as_const_int(s[acc].reduce_axis()[0]->dom.extent);
-  TileRule rule = tile_rule(shape, k, axes, max_k_tile);
-
   // Shared copies of what acc reads (as scheduled: a producer already inlined is not read), made
   // before the remaining producers are inlined into them.
   std::vector<te::Tensor> reads;
@@ -185,6 +189,17 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
                             [&](const te::Tensor& c) { return c.same_as(t); });
     if (!keep) st.compute_inline();
   }
+  tile_gpu(s, out, acc, shared, axes, max_k_tile, config);
+}
+
+void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,
+              const std::vector<te::Tensor>& shared, const std::vector<GpuTileAxis>& axes,
+              int64_t max_k_tile, const Config& config) {
+  std::vector<int64_t> shape = shape_of(out);
+  ANVIL_CHECK(axes.size() <= 3 && axes.size() <= shape.size(), "tiled GPU schedule: ", axes.size(),
+              " tiled axes for output '", out.name(), "' of ", shape.size(), " dimensions");
+  int64_t k = *ir::as_const_int(s[acc].reduce_axis()[0]->dom.extent);
+  TileRule rule = tile_rule(shape, k, axes, max_k_tile);
 
   // The output's tiles: blocks, threads, inner outputs.
   te::Stage so = s[out];
@@ -259,8 +274,16 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   }
 }
 
+ConfigSpace gpu_default_space(const std::vector<TensorType>&, const Attrs&, const Target& target) {
+  int64_t def = std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block);
+  std::vector<int64_t> threads = {def};
+  for (int64_t t : {64, 128, 256, 512, 1024})
+    if (t != def && t <= target.max_threads_per_block) threads.push_back(t);
+  return {{"threads", threads}, {"inner", {1, 2, 4}}};
+}
+
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
-                          const Target& target) {
+                          const Target& target, const Config& config) {
   std::vector<te::Stage> stages = s.stages();
   // How many stages read each tensor. Inlining a tensor into several readers would recompute it
   // in each (and a chain of them, as in a recurrent cell, in each reader of each), so only
@@ -273,7 +296,13 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
     return std::any_of(outputs.begin(), outputs.end(),
                        [&](const te::Tensor& o) { return o.same_as(t); });
   };
-  int64_t threads = std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block);
+  int64_t threads =
+      knob(config, "threads", std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block));
+  ANVIL_CHECK(threads >= 1 && threads <= target.max_threads_per_block,
+              "default GPU schedule: threads ", threads, " is outside [1, ",
+              target.max_threads_per_block, "] (the target's threads per block)");
+  int64_t inner = knob(config, "inner", 1);
+  ANVIL_CHECK(inner >= 1, "default GPU schedule: inner ", inner, " is not positive");
   for (te::Stage& st : stages) {
     te::Tensor t = st.tensor();
     if (!t.is_compute()) continue;
@@ -288,7 +317,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
       continue;
     }
     if (!t->reduce_axis.empty() && cross_thread_reduction(s, t, threads)) continue;
-    bind_blocks(st, threads);
+    bind_blocks(st, threads, inner);
   }
 }
 

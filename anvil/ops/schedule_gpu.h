@@ -19,8 +19,14 @@ namespace anvil::ops {
 // min(256, the target's limit) threads (blockIdx.x, threadIdx.x), each thread computing one
 // element (its reduction, if any, serially; a reduction with few outputs over a long axis is
 // shared by the threads of a block per output instead). A scalar stage runs on one thread.
+// Knobs (gpu_default_space): "threads" per block (also the cap on a cross-thread reduction's
+// lanes) and "inner", the outputs each thread computes, a block's width apart.
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
-                          const Target& target);
+                          const Target& target, const Config& config = {});
+// The knobs of schedule_gpu_default, for the operators that take it as their tunable GPU
+// schedule (pooling, reductions and softmax, element-wise ops, the recurrent ops).
+ConfigSpace gpu_default_space(const std::vector<TensorType>& inputs, const Attrs& attrs,
+                              const Target& target);
 
 // The largest divisor of n that is at most cap (1 when cap < 2).
 int64_t largest_divisor(int64_t n, int64_t cap);
@@ -53,6 +59,14 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
                         const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
                         const Config& config,
                         const std::function<bool(const te::Tensor&)>& global = nullptr);
+
+// The tiling of schedule_gpu_tiled on its own, for a schedule that makes the stages itself: `out`
+// (a root stage) in blocks x threads x inner outputs, `acc` (the reduction computing its values,
+// in local memory) at the thread, `shared` (cache_read copies of what acc reads) fetched
+// cooperatively per k_tile step; same knobs and errors.
+void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,
+              const std::vector<te::Tensor>& shared, const std::vector<GpuTileAxis>& axes,
+              int64_t max_k_tile, const Config& config);
 
 // The knobs of schedule_gpu_tiled for an output of shape `out` whose first reduction axis has
 // extent `k`; each knob's first value is the default rule's.

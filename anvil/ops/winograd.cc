@@ -7,6 +7,9 @@
 //   conv2d_winograd_nchwc  x [N, C'/ib, H, W, ib], U -> [N, O'/ob, OH, OW, ob]
 //       attrs pads ([top, left, bottom, right], default 0), tile (optional; must match U);
 //       strides, dilations, group and kernel_shape are accepted only at 1, 1, 1 and [3, 3].
+//   conv2d_winograd  x [N, C, H, W], U [a, a, O, C, 1] (packed with in_block = out_block = 1)
+//       [, b [O]] -> [N, O, OH, OW]: the same in NCHW (NCHW1c) with an optional bias, for the GPU
+//       targets (schedule in winograd_gpu.cc; the x86 schedule below also runs it).
 //
 // Stages (one tensor each):
 //   pad  D[n, cb, y, x, ci]  x zero-padded so that every tile's a x a window is in range
@@ -63,6 +66,7 @@ namespace {
 
 const char* kPack = "conv2d_winograd_nchwc_pack_weight";
 const char* kConv = "conv2d_winograd_nchwc";
+const char* kConvNchw = "conv2d_winograd";
 // The L2 cache per core assumed by the rules (current AVX-512 parts: 1 MiB or more).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
@@ -184,6 +188,8 @@ std::vector<int64_t> pack_shape(const PackParams& p) {
 }
 
 struct ConvParams {
+  bool nchw = false;  // conv2d_winograd: x [N, C, H, W] (ib = ob = 1), output [N, O, OH, OW]
+  bool bias = false;  // conv2d_winograd's optional third input b [O]
   int64_t N = 0, CB = 0, H = 0, W = 0, ib = 0;
   int64_t a = 0, m = 0, OB = 0, Cp = 0, ob = 0;
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
@@ -191,60 +197,81 @@ struct ConvParams {
   int64_t P() const { return N * th * tw; }
 };
 
-ConvParams parse_conv(const std::vector<TensorType>& in, const Attrs& attrs) {
-  ANVIL_CHECK(in.size() == 2, kConv, ": expects 2 inputs (x, transformed weight), got ", in.size());
+// `nchw`: the op conv2d_winograd (NCHW, the transformed weight packed with in_block = out_block
+// = 1, an optional bias), else conv2d_winograd_nchwc.
+ConvParams parse_conv(const std::vector<TensorType>& in, const Attrs& attrs, bool nchw) {
+  const char* op = nchw ? kConvNchw : kConv;
+  if (nchw) {
+    ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
+                ": expects 2 or 3 inputs (x, transformed weight[, bias]), got ", in.size());
+  } else {
+    ANVIL_CHECK(in.size() == 2, op, ": expects 2 inputs (x, transformed weight), got ", in.size());
+  }
   for (size_t i = 0; i < in.size(); ++i) {
-    ANVIL_CHECK(in[i].dtype == DataType::Float32(), kConv, ": input ", i, " must be float32, not ",
+    ANVIL_CHECK(in[i].dtype == DataType::Float32(), op, ": input ", i, " must be float32, not ",
                 to_string(in[i]));
   }
-  ANVIL_CHECK(in[0].shape.size() == 5, kConv,
-              ": input x must have rank 5 (NCHW[x]c: [N, C/ib, H, W, ib]), got ", to_string(in[0]));
+  if (nchw) {
+    ANVIL_CHECK(in[0].shape.size() == 4, op, ": input x must have rank 4 (NCHW), got ",
+                to_string(in[0]));
+  } else {
+    ANVIL_CHECK(in[0].shape.size() == 5, op,
+                ": input x must have rank 5 (NCHW[x]c: [N, C/ib, H, W, ib]), got ",
+                to_string(in[0]));
+  }
   const std::vector<int64_t>& u = in[1].shape;
-  ANVIL_CHECK(u.size() == 5 && u[0] == u[1] && (u[0] == 4 || u[0] == 6), kConv,
+  ANVIL_CHECK(u.size() == 5 && u[0] == u[1] && (u[0] == 4 || u[0] == 6) && (!nchw || u[4] == 1), op,
               ": the weight must be transformed by ", kPack,
-              " ([a, a, O/ob, C, ob] with a = 4 or 6), got ", to_string(in[1]));
+              nchw ? " with in_block = out_block = 1 ([a, a, O, C, 1]" : " ([a, a, O/ob, C, ob]",
+              " with a = 4 or 6), got ", to_string(in[1]));
   for (const char* name : {"strides", "dilations"}) {
     std::vector<int64_t> v = attrs.get_ints(name, {1, 1});
-    ANVIL_CHECK(v == std::vector<int64_t>({1, 1}), kConv, ": attribute '", name,
+    ANVIL_CHECK(v == std::vector<int64_t>({1, 1}), op, ": attribute '", name,
                 "' must be [1, 1] (Winograd F(m, 3) is stride-1 and undilated), got ", list_str(v));
   }
   int64_t group = attrs.get_int("group", 1);
-  ANVIL_CHECK(group == 1, kConv, ": attribute 'group' must be 1, got ", group);
+  ANVIL_CHECK(group == 1, op, ": attribute 'group' must be 1, got ", group);
   std::vector<int64_t> ks = attrs.get_ints("kernel_shape", {3, 3});
-  ANVIL_CHECK(ks == std::vector<int64_t>({3, 3}), kConv,
+  ANVIL_CHECK(ks == std::vector<int64_t>({3, 3}), op,
               ": attribute 'kernel_shape' must be [3, 3], got ", list_str(ks));
   std::vector<int64_t> pads = attrs.get_ints("pads", {0, 0, 0, 0});
-  ANVIL_CHECK(pads.size() == 4, kConv,
+  ANVIL_CHECK(pads.size() == 4, op,
               ": attribute 'pads' must have 4 values [top, left, bottom, right], got ",
               list_str(pads));
   for (int64_t v : pads) {
-    ANVIL_CHECK(v >= 0, kConv, ": attribute 'pads' must be non-negative, got ", list_str(pads));
+    ANVIL_CHECK(v >= 0, op, ": attribute 'pads' must be non-negative, got ", list_str(pads));
   }
   ConvParams p;
+  p.nchw = nchw;
   const std::vector<int64_t>& xs = in[0].shape;
   p.N = xs[0];
   p.CB = xs[1];
   p.H = xs[2];
   p.W = xs[3];
-  p.ib = xs[4];
+  p.ib = nchw ? 1 : xs[4];
   p.a = u[0];
   p.m = p.a - 2;
   p.OB = u[2];
   p.Cp = u[3];
   p.ob = u[4];
   int64_t tile = attrs.get_int("tile", p.m);
-  ANVIL_CHECK(tile == p.m, kConv, ": attribute 'tile' = ", tile,
+  ANVIL_CHECK(tile == p.m, op, ": attribute 'tile' = ", tile,
               " does not match the transformed weight ", to_string(in[1]), " (tile ", p.m, ")");
-  ANVIL_CHECK(p.CB * p.ib == p.Cp, kConv, ": input x ", to_string(in[0]), " has ", p.CB * p.ib,
-              " (padded) channels, but the transformed weight ", to_string(in[1]), " expects ",
-              p.Cp);
+  ANVIL_CHECK(p.CB * p.ib == p.Cp, op, ": input x ", to_string(in[0]), " has ", p.CB * p.ib,
+              nchw ? "" : " (padded)", " channels, but the transformed weight ", to_string(in[1]),
+              " expects ", p.Cp);
+  if (in.size() == 3) {
+    p.bias = true;
+    ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.OB}, op, ": bias must be [", p.OB,
+                "] (one per output channel), got ", to_string(in[2]));
+  }
   p.pt = pads[0];
   p.pl = pads[1];
   p.pb = pads[2];
   p.pr = pads[3];
   p.OH = p.H + p.pt + p.pb - 2;
   p.OW = p.W + p.pl + p.pr - 2;
-  ANVIL_CHECK(p.OH >= 1 && p.OW >= 1, kConv, ": the 3x3 kernel is larger than the padded input ",
+  ANVIL_CHECK(p.OH >= 1 && p.OW >= 1, op, ": the 3x3 kernel is larger than the padded input ",
               p.H + p.pt + p.pb, " x ", p.W + p.pl + p.pr, " (input ", to_string(in[0]),
               ", attribute 'pads' = ", list_str(pads), ")");
   p.th = (p.OH + p.m - 1) / p.m;
@@ -253,6 +280,7 @@ ConvParams parse_conv(const std::vector<TensorType>& in, const Attrs& attrs) {
 }
 
 std::vector<int64_t> conv_shape(const ConvParams& p) {
+  if (p.nchw) return {p.N, p.OB, p.OH, p.OW};
   return {p.N, p.OB, p.OH, p.OW, p.ob};
 }
 
@@ -316,11 +344,14 @@ std::vector<te::Tensor> pack_compute(const std::vector<te::Tensor>& in, const At
   return {u};
 }
 
-std::vector<te::Tensor> conv_compute(const std::vector<te::Tensor>& in, const Attrs& attrs) {
-  ConvParams p = parse_conv({type_of(in[0]), type_of(in[1])}, attrs);
+std::vector<te::Tensor> conv_compute(const std::vector<te::Tensor>& in, const Attrs& attrs,
+                                     bool nchw) {
+  std::vector<TensorType> types;
+  for (const te::Tensor& t : in) types.push_back(type_of(t));
+  ConvParams p = parse_conv(types, attrs, nchw);
   const WinogradMatrices& wm = winograd_matrices(p.m);
   te::Tensor x = in[0], u = in[1];
-  std::string op = kConv;
+  std::string op = nchw ? kConvNchw : kConv;
 
   int64_t PH = p.th * p.m + 2, PW = p.tw * p.m + 2;
   te::Tensor d = te::compute(
@@ -328,7 +359,8 @@ std::vector<te::Tensor> conv_compute(const std::vector<te::Tensor>& in, const At
       [&](const std::vector<Var>& i) {
         Expr y = i[2] - ci(p.pt), xx = i[3] - ci(p.pl);
         Expr cond = y >= 0 && y < ci(p.H) && xx >= 0 && xx < ci(p.W);
-        return select(cond, x(i[0], i[1], clamp_index(y, p.H), clamp_index(xx, p.W), i[4]), 0.0f);
+        Expr yc = clamp_index(y, p.H), xc = clamp_index(xx, p.W);
+        return select(cond, p.nchw ? x(i[0], i[1], yc, xc) : x(i[0], i[1], yc, xc, i[4]), 0.0f);
       },
       op + ".pad");
 
@@ -383,11 +415,12 @@ std::vector<te::Tensor> conv_compute(const std::vector<te::Tensor>& in, const At
       [&](const std::vector<Var>& i) {
         Expr yi = floormod(i[2], ci(p.m)), xi = floormod(i[3], ci(p.m));
         Expr t = (i[0] * ci(p.th) + floordiv(i[2], ci(p.m))) * ci(p.tw) + floordiv(i[3], ci(p.m));
-        Expr o = i[1] * ci(p.ob) + i[4];
-        return by_case(xi, p.m, [&](int64_t j) {
+        Expr o = p.nchw ? Expr(i[1]) : i[1] * ci(p.ob) + i[4];
+        Expr v = by_case(xi, p.m, [&](int64_t j) {
           return sparse_dot(wm.AT[static_cast<size_t>(j)],
                             [&](int64_t a2) { return am(yi, ci(a2), t, o); });
         });
+        return p.bias ? v + in[2](o) : v;
       },
       op);
   return {y};
@@ -447,9 +480,10 @@ std::vector<runtime::NDArray> pack_reference(const std::vector<runtime::NDArray>
 // The direct convolution with the filters recovered from U (g = G^+ U G^+^T): independent of the
 // input and output transforms the kernel uses.
 std::vector<runtime::NDArray> conv_reference(const std::vector<runtime::NDArray>& in,
-                                             const Attrs& attrs) {
-  ConvParams p = parse_conv(
-      {{in[0].shape(), DataType::Float32()}, {in[1].shape(), DataType::Float32()}}, attrs);
+                                             const Attrs& attrs, bool nchw) {
+  std::vector<TensorType> types;
+  for (const runtime::NDArray& a : in) types.push_back({a.shape(), DataType::Float32()});
+  ConvParams p = parse_conv(types, attrs, nchw);
   const WinogradMatrices& wm = winograd_matrices(p.m);
   Matrix pinv = g_pinv(wm);
   int64_t Op = p.OB * p.ob;
@@ -474,7 +508,7 @@ std::vector<runtime::NDArray> conv_reference(const std::vector<runtime::NDArray>
     for (int64_t o = 0; o < Op; ++o)
       for (int64_t oy = 0; oy < p.OH; ++oy)
         for (int64_t ox = 0; ox < p.OW; ++ox) {
-          double s = 0;
+          double s = p.bias ? in[2].data_as<float>()[o] : 0.0;
           for (int64_t c = 0; c < p.Cp; ++c)
             for (int64_t k1 = 0; k1 < 3; ++k1)
               for (int64_t k2 = 0; k2 < 3; ++k2) {
@@ -510,9 +544,9 @@ WinoKnobs default_knobs(int64_t P, int64_t Op, int64_t ob, int64_t lanes, int64_
   return k;
 }
 
-ConfigSpace wino_space(const std::vector<TensorType>& in, const Attrs& attrs,
-                       const Target& target) {
-  ConvParams p = parse_conv(in, attrs);
+ConfigSpace wino_space(const std::vector<TensorType>& in, const Attrs& attrs, const Target& target,
+                       bool nchw) {
+  ConvParams p = parse_conv(in, attrs, nchw);
   int64_t lanes = target.vector_lanes_f32();
   int64_t Op = p.OB * p.ob;
   WinoKnobs d = default_knobs(p.P(), Op, p.ob, lanes, p.a, p.Cp);
@@ -538,29 +572,41 @@ void spread_sets(te::Stage& st, const IterVar& a2) {
   st.storage_align(a2, 1024, 16);
 }
 
-void wino_schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
-                   const Config& config) {
-  te::Tensor out = outs[0];
+}  // namespace
+
+WinogradStages winograd_stages(te::Schedule& s, const std::vector<te::Tensor>& outs) {
   std::vector<te::Tensor> order = te::topological_order(outs);
-  std::string op = kConv;
-  te::Tensor pad, bd, v, mm, am, y;
+  WinogradStages w;
   size_t y_pos = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const te::Tensor& t = order[i];
     if (!t.is_compute()) continue;
-    if (t.name() == op + ".pad") pad = t;
-    if (t.name() == op + ".V") v = t;
-    if (t.name() == op + ".BTd") bd = t;
-    if (t.name() == op + ".AtM") am = t;
-    if (t.name() == op + ".M") mm = t;
-    if (t.name() == op) y = t, y_pos = i;
+    for (const char* op : {kConv, kConvNchw}) {
+      std::string name = op;
+      if (t.name() == name + ".pad") w.pad = t;
+      if (t.name() == name + ".V") w.v = t;
+      if (t.name() == name + ".BTd") w.bd = t;
+      if (t.name() == name + ".AtM") w.am = t;
+      if (t.name() == name + ".M") w.mm = t;
+      if (t.name() == name) w.y = t, y_pos = i;
+    }
   }
-  ANVIL_ICHECK(
-      pad.defined() && bd.defined() && v.defined() && mm.defined() && am.defined() && y.defined(),
-      op, ": the stages of the Winograd convolution are not among the outputs' producers");
+  ANVIL_ICHECK(w.pad.defined() && w.bd.defined() && w.v.defined() && w.mm.defined() &&
+                   w.am.defined() && w.y.defined(),
+               "the stages of the Winograd convolution are not among the outputs' producers");
   // Y and the injective epilogue stages after it are computed in the output's loops.
   for (size_t i = y_pos; i < order.size(); ++i)
-    if (order[i].is_compute() && order[i].get() != out.get()) s[order[i]].compute_inline();
+    if (order[i].is_compute() && order[i].get() != outs[0].get()) s[order[i]].compute_inline();
+  return w;
+}
+
+namespace {
+
+void wino_schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+                   const Config& config) {
+  te::Tensor out = outs[0];
+  WinogradStages w = winograd_stages(s, outs);
+  te::Tensor pad = w.pad, bd = w.bd, v = w.v, mm = w.mm, am = w.am;
 
   std::vector<int64_t> ushape =
       shape_of(mm->inputs[0].get() == v.get() ? te::Tensor(mm->inputs[1].get())
@@ -584,11 +630,15 @@ void wino_schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const T
     std::vector<IterVar> ax = so.axis();
     auto [yo, yi] = so.split(ax[2], m);
     auto [xo, xi] = so.split(ax[3], m);
-    so.reorder({ax[0], ax[1], yo, xo, yi, xi, ax[4]});
+    // conv2d_winograd's NCHW output has no channel block to vectorize.
+    bool blocked = ax.size() == 5;
+    std::vector<IterVar> order = {ax[0], ax[1], yo, xo, yi, xi};
+    if (blocked) order.push_back(ax[4]);
+    so.reorder(order);
     parallel(so, so.fuse(so.fuse(ax[0], ax[1]), yo));
     so.unroll(yi);
     so.unroll(xi);
-    so.vectorize(ax[4]);
+    if (blocked) so.vectorize(ax[4]);
     // A^T M of one tile and output block, at the tile.
     te::Stage sm = s[am];
     sm.compute_at(so, xo);
@@ -680,26 +730,42 @@ void register_winograd_ops() {
     };
     register_op(std::move(def));
   }
-  {
+  for (bool nchw : {false, true}) {
     OpDef def;
-    def.name = kConv;
+    def.name = nchw ? kConvNchw : kConv;
     def.pattern = Pattern::kComplexOutFusable;
-    def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
-      return std::vector<TensorType>{{conv_shape(parse_conv(in, attrs)), DataType::Float32()}};
+    def.infer = [nchw](const std::vector<TensorType>& in, const Attrs& attrs) {
+      return std::vector<TensorType>{
+          {conv_shape(parse_conv(in, attrs, nchw)), DataType::Float32()}};
     };
-    def.compute = conv_compute;
-    def.reference = conv_reference;
+    def.compute = [nchw](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+      return conv_compute(in, attrs, nchw);
+    };
+    def.reference = [nchw](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+      return conv_reference(in, attrs, nchw);
+    };
     def.schedule_x86 = wino_schedule;
-    def.space = wino_space;
+    def.space = [nchw](const std::vector<TensorType>& in, const Attrs& attrs,
+                       const Target& target) { return wino_space(in, attrs, target, nchw); };
+    if (nchw) {
+      def.schedule_gpu = winograd_schedule_gpu;
+      def.space_gpu = [](const std::vector<TensorType>& in, const Attrs& attrs,
+                         const Target& target) {
+        ConvParams p = parse_conv(in, attrs, true);
+        return winograd_space_gpu(p.a, p.P(), p.OB, p.Cp, target);
+      };
+    }
     // U must be the transform of a 3x3 weight: made from a random one by the pack op.
-    def.sample_inputs = [](const std::vector<TensorType>& in, const Attrs& attrs,
-                           const std::function<runtime::NDArray(const std::vector<int64_t>&)>&
-                               random) {
-      const std::vector<int64_t>& x = in.at(0).shape;  // [N, C'/ib, H, W, ib]
+    def.sample_inputs = [nchw](const std::vector<TensorType>& in, const Attrs&,
+                               const std::function<runtime::NDArray(const std::vector<int64_t>&)>&
+                                   random) {
+      const std::vector<int64_t>& x = in.at(0).shape;  // [N, C'/ib, H, W, ib] or [N, C, H, W]
       const std::vector<int64_t>& u = in.at(1).shape;  // [a, a, O'/ob, C', ob]
       runtime::NDArray w = random({u[2] * u[4], u[3], 3, 3});
-      Attrs pack(kPack, {{"in_block", x[4]}, {"out_block", u[4]}, {"tile", attrs.get_int("tile")}});
-      return std::vector<runtime::NDArray>{random(x), pack_reference({w}, pack)[0]};
+      Attrs pack(kPack, {{"in_block", nchw ? 1 : x[4]}, {"out_block", u[4]}, {"tile", u[0] - 2}});
+      std::vector<runtime::NDArray> v = {random(x), pack_reference({w}, pack)[0]};
+      for (size_t i = 2; i < in.size(); ++i) v.push_back(random(in[i].shape));
+      return v;
     };
     register_op(std::move(def));
   }

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "anvil/ops/op.h"
+#include "anvil/target/target.h"
+#include "anvil/te/schedule.h"
+
 namespace anvil::ops {
 
 // y = A^T [(G g) .* (B^T d)] computes the correlation y[j] = sum_k g[k] d[j + k] of an a-long
@@ -26,5 +30,27 @@ const WinogradMatrices& winograd_matrices(int64_t m);
 // conv2d_winograd_nchwc with the conv's pads.
 int64_t winograd_tile(int64_t channels_in, int64_t channels_out, int64_t out_height,
                       int64_t out_width);
+
+// The GPU rule: conv2d_winograd (NCHW) for a 3x3, stride-1, undilated, ungrouped convolution
+// with at least 16 input and 16 output channels (fewer: the transforms cost more than the GEMM
+// saves), with the output tile winograd_tile_gpu. Unmeasured on a GPU so far (see winograd_gpu.cc).
+bool prefer_winograd_gpu(int64_t channels_in, int64_t channels_out, int64_t group,
+                         const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                         const std::vector<int64_t>& dilations);
+// F(2x2) unless F(4x4) does less GEMM work (a^2 x tiles), for an output of this size.
+int64_t winograd_tile_gpu(int64_t out_height, int64_t out_width);
+
+// The stages of a Winograd convolution (either op) among the producers of `outs`; the output
+// transform and the epilogue after it are inlined into outs[0] (their loops are the output's).
+struct WinogradStages {
+  te::Tensor pad, bd, v, mm, am, y;
+};
+WinogradStages winograd_stages(te::Schedule& s, const std::vector<te::Tensor>& outs);
+
+// conv2d_winograd's GPU schedule and its knobs (winograd_gpu.cc): a is the transform's size
+// (m + 2), P the tiles, O and C the channels.
+void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs& attrs,
+                           const Target& target, const Config& config);
+ConfigSpace winograd_space_gpu(int64_t a, int64_t P, int64_t O, int64_t C, const Target& target);
 
 }  // namespace anvil::ops

@@ -51,6 +51,11 @@ TEST(Flops, BlockedConvolutionsCountTheDirectConvolution) {
   EXPECT_EQ(op_flops("conv2d_winograd_nchwc", {t({1, 2, 8, 8, 4}), t({6, 6, 2, 8, 8})},
                      {t({1, 2, 6, 6, 8})}, Attrs()),
             nchw);
+  // conv2d_winograd (NCHW, 8 -> 16 channels, with a bias): the direct count plus one add per
+  // output.
+  EXPECT_EQ(op_flops("conv2d_winograd", {t({1, 8, 8, 8}), t({6, 6, 16, 8, 1}), t({16})},
+                     {t({1, 16, 6, 6})}, Attrs()),
+            nchw + 16 * 36);
   // Depthwise 3x3 over 32 channels: 9 taps per output.
   EXPECT_EQ(op_flops("depthwise_conv2d_nchwc", {t({1, 2, 10, 10, 16}), t({2, 1, 3, 3, 1, 16})},
                      {t({1, 2, 8, 8, 16})}, Attrs()),

@@ -82,6 +82,21 @@ TEST(AlterLayout, ConvChainRunsBlockedBetweenBoundaries) {
   }
 }
 
+TEST(AlterLayout, GpuTargetsKeepNchwAndTakeWinogradFor3x3) {
+  Graph g = conv_chain();
+  Graph a = alter_layout(g, Target::parse("opencl"));
+  // Only conv2 (16 -> 16, 3x3, stride 1) qualifies (ops::prefer_winograd_gpu): the stem has 3
+  // input channels, the others are depthwise and 1x1.
+  EXPECT_EQ(count_op(a, "conv2d_winograd"), 1) << a.str();
+  EXPECT_EQ(count_op(a, "conv2d"), 3) << a.str();
+  EXPECT_EQ(count_op(a, "layout_transform"), 0) << a.str();
+  EXPECT_EQ(count_op(a, "dense_packed"), 0) << a.str();
+  expect_same_outputs(g, a);
+  Graph f = fold_constants(a);
+  EXPECT_EQ(count_op(f, "conv2d_winograd_nchwc_pack_weight"), 0) << f.str();
+  expect_same_outputs(g, f);
+}
+
 TEST(AlterLayout, PaddedChannelsAndBlockChanges) {
   // 18 channels: padded to the vector width; then a conv to 12 channels (a smaller block).
   Target t = target_with_bits(512);

@@ -202,6 +202,51 @@ TEST(GpuSchedule, CrossThreadReductionsOfLongRows) {
   }
 }
 
+TEST(GpuSchedule, TheDefaultScheduleIsTunable) {
+  // Pooling, reductions and softmax, element-wise ops take the default GPU schedule with its
+  // knobs: threads per block and outputs per thread, a block's width apart. Every point matches
+  // the reference, with tails (no size here is a multiple of a block's outputs).
+  struct D {
+    std::string op;
+    std::vector<TensorType> types;
+    Attrs attrs;
+  };
+  std::vector<D> ds = {
+      {"max_pool2d",
+       {{{1, 8, 13, 13}, f32}},
+       Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                            {"strides", std::vector<int64_t>{2, 2}},
+                            {"pads", std::vector<int64_t>{1, 1, 1, 1}}})},
+      {"global_avg_pool2d", {{{1, 16, 7, 7}, f32}}, Attrs("global_avg_pool2d", {})},
+      {"softmax", {{{2, 1000}, f32}}, Attrs("softmax", {{"axis", int64_t{1}}})},
+      {"add", {{{3, 77}, f32}, {{77}, f32}}, Attrs("add", {})},
+  };
+  for (const D& d : ds) {
+    SCOPED_TRACE(d.op);
+    ConfigSpace space = space_for(lookup(d.op), d.types, d.attrs, kOpenCL);
+    ASSERT_EQ(space.size(), 2u);
+    EXPECT_EQ(space[0].name, "threads");
+    EXPECT_EQ(space[0].values, (std::vector<int64_t>{256, 64, 128}));  // OpenCL: 256 at most
+    EXPECT_EQ(space[1].name, "inner");
+    for (const Config& config : std::vector<Config>{{{"threads", 64}, {"inner", 4}},
+                                                    {{"threads", 128}, {"inner", 2}},
+                                                    {{"threads", 96}, {"inner", 3}}}) {
+      CheckOptions o;
+      o.gpu_always = true;
+      o.gpu_config = config;
+      o.tol = d.op == "max_pool2d" ? 0 : 1e-5;
+      check_op(d.op, d.types, d.attrs, o);
+    }
+  }
+  std::string e = testing::user_error([&] {
+    std::vector<te::Tensor> ins = {te::placeholder(to_exprs({4, 5}), f32, "x")};
+    std::vector<te::Tensor> outs = lookup("relu").compute(ins, Attrs("relu", {}));
+    te::Schedule s(outs);
+    schedule_for(lookup("relu"), s, outs, Attrs("relu", {}), kOpenCL, {{"threads", 512}});
+  });
+  EXPECT_NE(e.find("threads 512 is outside [1, 256]"), std::string::npos) << e;
+}
+
 TEST(GpuSchedule, DefaultsAreTheFirstValues) {
   // conv2d 16 -> 32 at 14x14: 4 channel threads x 4 channels, 7 x 7 pixel threads, k_tile 8.
   Case c = cases()[0];

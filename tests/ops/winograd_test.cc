@@ -1,4 +1,5 @@
-// Winograd convolution on NCHW[x]c against a naive direct convolution of the OIHW weight.
+// Winograd convolution on NCHW[x]c against a naive direct convolution of the OIHW weight; and
+// conv2d_winograd (NCHW, the GPU targets' form) on the CPU and on OpenCL (PoCL).
 //
 // The weight is packed by the pack op's reference (and the compiled pack op is checked against
 // that reference separately), the compiled kernel runs on the blocked input, and every output is
@@ -463,6 +464,92 @@ TEST(Winograd, Errors) {
   // The kernel does not fit the padded input.
   has(user_error([&] { conv.infer({{{1, 2, 2, 8, 4}, f32}, ok[1]}, attrs({})); }), "larger");
   has(user_error([&] { conv.infer({ok[0]}, attrs({})); }), "2 inputs");
+}
+
+// ---- conv2d_winograd: NCHW with an optional bias (the GPU targets' form)
+
+struct NchwCase {
+  int64_t N, C, H, W, O;
+  std::vector<int64_t> pads;
+  int64_t m;
+  bool bias;
+};
+
+// Runs conv2d_winograd through check_op (x86 and, with `gpu_config`, the GPU schedule on PoCL)
+// against its own reference, after checking that reference against conv2d's (the direct
+// convolution of the untransformed weight).
+void run_nchw(const NchwCase& k, uint32_t seed, const Config& gpu_config = {}) {
+  SCOPED_TRACE(::testing::Message() << "N=" << k.N << " C=" << k.C << " H=" << k.H << " W=" << k.W
+                                    << " O=" << k.O << " m=" << k.m << " bias=" << k.bias);
+  std::mt19937 rng(seed);
+  NDArray x = random({k.N, k.C, k.H, k.W}, rng), w = random({k.O, k.C, 3, 3}, rng);
+  NDArray b = random({k.O}, rng);
+  Attrs pa("conv2d_winograd_nchwc_pack_weight", {{"in_block", 1}, {"out_block", 1}, {"tile", k.m}});
+  NDArray u = lookup("conv2d_winograd_nchwc_pack_weight").reference({w}, pa)[0];
+  std::vector<NDArray> ins = {x, u}, direct_ins = {x, w};
+  if (k.bias) ins.push_back(b), direct_ins.push_back(b);
+  Attrs attrs("conv2d_winograd", {{"pads", k.pads}});
+  NDArray want = lookup("conv2d").reference(direct_ins, Attrs("conv2d", {{"pads", k.pads}}))[0];
+  NDArray own = lookup("conv2d_winograd").reference(ins, attrs)[0];
+  ASSERT_EQ(want.shape(), own.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(own.data_as<float>()[i], want.data_as<float>()[i], 1e-5) << i;
+
+  ops_testing::CheckOptions o;
+  o.tol = tolerance(k.m) * 10;  // relative to 1 + |want|: a few times S
+  o.inputs = ins;
+  o.gpu_always = true;
+  o.gpu_config = gpu_config;
+  std::vector<TensorType> types;
+  for (const NDArray& a : ins) types.push_back({a.shape(), f32});
+  ops_testing::check_op("conv2d_winograd", types, attrs, o);
+}
+
+TEST(WinogradNchw, DefaultSchedulesOnCpuAndOpenCl) {
+  for (int64_t m : {2, 4}) {
+    run_nchw({1, 16, 14, 14, 24, {1, 1, 1, 1}, m, true}, 1);
+    // Odd sizes, not multiples of the tile; asymmetric padding; two images; no bias.
+    run_nchw({2, 5, 9, 7, 3, {0, 2, 1, 0}, m, false}, 2);
+    run_nchw({1, 3, 2, 2, 17, {1, 1, 1, 1}, m, true}, 3);
+  }
+}
+
+TEST(WinogradNchw, GpuSpacePointsOnOpenCl) {
+  // P = 4 * 4 tiles of 4x4 (a 14x14 map), O = 32, C = 24.
+  std::vector<TensorType> types = {{{1, 24, 14, 14}, f32}, {{6, 6, 32, 24, 1}, f32}};
+  Attrs attrs("conv2d_winograd", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ConfigSpace space = lookup("conv2d_winograd").space_gpu(types, attrs, Target::parse("opencl"));
+  std::vector<std::string> names;
+  for (const Knob& k : space) names.push_back(k.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"p_threads", "p_inner", "o_threads", "o_inner",
+                                             "k_tile", "double_buffer"}));
+  for (const Config& c :
+       std::vector<Config>{{{"p_threads", 4}, {"p_inner", 4}, {"o_threads", 8}, {"k_tile", 3}},
+                           {{"p_threads", 16}, {"o_threads", 2}, {"o_inner", 8}, {"k_tile", 24}},
+                           {{"p_threads", 1}, {"o_threads", 32}, {"double_buffer", 1}}})
+    run_nchw({1, 24, 14, 14, 32, {1, 1, 1, 1}, 4, true}, 5, c);
+}
+
+TEST(WinogradNchw, Errors) {
+  using anvil::testing::user_error;
+  const OpDef& conv = lookup("conv2d_winograd");
+  Attrs attrs("conv2d_winograd", {});
+  TensorType u = {{6, 6, 8, 4, 1}, f32};
+  EXPECT_EQ(conv.infer({{{1, 4, 8, 8}, f32}, u}, attrs)[0].shape,
+            (std::vector<int64_t>{1, 8, 6, 6}));
+  auto has = [](const std::string& msg, const std::string& what) {
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+  };
+  has(user_error([&] { conv.infer({{{1, 4, 8, 8, 1}, f32}, u}, attrs); }), "rank 4");
+  has(user_error([&] {
+        conv.infer({{{1, 4, 8, 8}, f32}, {{6, 6, 2, 4, 4}, f32}}, attrs);
+      }),
+      "in_block = out_block = 1");
+  has(user_error([&] {
+        conv.infer({{{1, 4, 8, 8}, f32}, u, {{4}, f32}}, attrs);
+      }),
+      "bias must be [8]");
+  has(user_error([&] { conv.infer({{{1, 5, 8, 8}, f32}, u}, attrs); }), "expects 4");
 }
 
 }  // namespace
