@@ -1,6 +1,6 @@
 // Layout alteration (passes.h): convolutions move to NCHW[x]c (anvil/ops/nchwc.h), constant
-// dense weights to packed panels. (For a GPU target, winograd_for_gpu at the end of this file
-// only moves 3x3 convolutions to Winograd in NCHW.)
+// dense weights to packed panels. (For a GPU target, alter_for_gpu at the end of this file only
+// moves 3x3 convolutions to Winograd in NCHW and puts recurrent ops in their GPU form.)
 //
 // Every old value has up to two forms in the new graph: its NCHW form (the value as the old graph
 // has it) and a blocked form (NCHW[b]c, with its block b and its true channel count). Both are
@@ -317,12 +317,25 @@ bool takes_winograd_gpu(const Graph& g, const Node& n) {
 
 // For a GPU target: the convolutions takes_winograd_gpu picks become conv2d_winograd (NCHW)
 // over conv2d_winograd_nchwc_pack_weight (in_block = out_block = 1) of the constant weight,
-// which fold_constants transforms once; the bias stays the op's third input.
-Graph winograd_for_gpu(const Graph& g) {
+// which fold_constants transforms once; the bias stays the op's third input. lstm and gru nodes
+// take their GPU form (gpu_form = 1: plain products over the unpacked weights, an lstm step's
+// states in one stage).
+Graph alter_for_gpu(const Graph& g) {
   GraphRewriter rw(g);
   Graph& out = rw.out();
   for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
     const Node& n = g.node(id);
+    if ((n.op == "lstm" || n.op == "gru") && n.attrs.get_int("packed_weights", 0) == 0) {
+      ops::Attrs attrs = n.attrs;
+      attrs.set("gpu_form", int64_t{1});
+      std::vector<ValueId> ins;
+      for (ValueId v : n.inputs) ins.push_back(rw.map(v));
+      std::vector<std::string> names;
+      for (ValueId v : n.outputs) names.push_back(out.unique_name(g.value(v).name));
+      std::vector<ValueId> outs = out.add_node(out.unique_name(n.name), n.op, attrs, ins, names);
+      for (size_t i = 0; i < outs.size(); ++i) rw.set(n.outputs[i], outs[i]);
+      continue;
+    }
     if (!takes_winograd_gpu(g, n)) {
       rw.copy_node(id);
       continue;
@@ -346,7 +359,7 @@ Graph winograd_for_gpu(const Graph& g) {
 }  // namespace
 
 Graph alter_layout(const Graph& g, const Target& target) {
-  if (target.is_gpu()) return winograd_for_gpu(g);
+  if (target.is_gpu()) return alter_for_gpu(g);
   return LayoutRewriter(g, target).run();
 }
 

@@ -24,7 +24,8 @@ Graph eliminate_common_subexpressions(const Graph& g);
 // Convolution chains moved to NCHW[x]c (anvil/ops/nchwc.h), the block chosen per layer, with
 // layout_transform nodes only at the boundaries and weights packed by constant folding. For a
 // GPU target the layout stays NCHW and only 3x3 convolutions move to Winograd (conv2d_winograd,
-// ops::prefer_winograd_gpu), their weights transformed by constant folding.
+// ops::prefer_winograd_gpu), their weights transformed by constant folding, and lstm and gru
+// take their GPU form (gpu_form).
 Graph alter_layout(const Graph& g, const Target& target);
 
 // Fusion (the TVM paper's rules): every node in exactly one group, groups in topological order.

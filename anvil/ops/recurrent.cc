@@ -13,6 +13,8 @@
 //   hidden_size (required), direction ("forward", "reverse", "bidirectional"; default forward),
 //   packed_weights (lstm, 0/1: W and R are packed into panels of 16 gate rows, [dirs, ceil(G/16),
 //   input or hidden, 16], as dense_pack_weight packs; alter_layout packs constant weights so),
+//   gpu_form (0/1: the form GPU schedules want, see recurrent_compute.cc; alter_layout sets it
+//   for GPU targets; the outputs are the same; not with packed_weights),
 //   clip (optional: gate pre-activations are clamped to [-clip, clip] before their activation;
 //   the tanh of the lstm cell state is not clipped), input_forget (lstm, 0/1: f = 1 - i),
 //   linear_before_reset (gru, 0/1), activations (one string, comma-separated; only the defaults
@@ -98,6 +100,10 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   } else {
     r.linear_before_reset = flag(attrs, op, "linear_before_reset");
   }
+  r.gpu_form = flag(attrs, op, "gpu_form");
+  ANVIL_CHECK(!(r.gpu_form && r.packed), op,
+              ": attributes 'gpu_form' and 'packed_weights' exclude each other (the GPU form reads "
+              "the weights unpacked)");
   ANVIL_CHECK(attrs.get_int("layout", 0) == 0, op,
               ": attribute 'layout' must be 0 (seq-major), not ", attrs.get_int("layout", 0));
   for (const char* a : {"activation_alpha", "activation_beta"}) {

@@ -28,6 +28,10 @@ struct Rnn {
   // lstm attribute packed_weights = 1: W and R arrive packed into panels of 16 gate rows,
   // [dirs, ceil(G/16), I or H, 16] (dense_pack_weight), as alter_layout packs constant weights.
   bool packed = false;
+  // Attribute gpu_form = 1: products as plain reductions over the unpacked weights, an lstm
+  // step's cell and hidden states as one stage (see recurrent_compute.cc); alter_layout sets it
+  // for GPU targets.
+  bool gpu_form = false;
   bool has(Input i) const { return index[i] >= 0; }
   bool reversed(int64_t d) const { return direction == "reverse" || d == 1; }
 };

@@ -15,6 +15,12 @@
 //                     dot form (partial-sum vectors along k); absent at the first step when there
 //                     is no initial_h (h_prev = 0)
 //   c, h              lstm: the cell state and the hidden state, every gate inlined into them
+//   state             lstm with gpu_form: c and h as one stage [2, batch, H] (rows c, h), the
+//                     gates computed in both rows, so that a GPU computes them in one kernel
+// gpu_form (the GPU targets' form): no packing; the products are plain reductions over the
+// weights as given, xwsum (then xwbias with the biases), gemvsum and gemvhsum, so that a GPU
+// reduces each row along k with coalesced reads (a block of lanes per gate row); the lstm's
+// state stage replaces c and h: two kernels per step (the recurrent product, the states).
 //   rh, gemvh, h      gru: h alone (linear_before_reset = 1), or r (.) h_prev, its product with
 //                     R_h and h (linear_before_reset = 0)
 //   Y, Yh, Yc         the outputs: selects over the per-step h (and c) stages, folded to one load
@@ -92,7 +98,15 @@ struct Builder {
     std::string acc_name = name(bias ? "xwacc" : "xw");
     int dirs = static_cast<int>(r.dirs);
     te::Tensor acc;
-    if (S * N >= kPackMinRows || r.packed) {
+    if (r.gpu_form) {
+      IterVar k = te::reduce_axis(I, "k");
+      acc = te::compute(
+          {Expr(dirs), Expr(S * N), Expr(G)},
+          [&](Var d, Var m, Var g) {
+            return te::sum(X(floordiv(m, n), floormod(m, n), k->var) * W(d, g, k->var), {k});
+          },
+          name("xwsum"));
+    } else if (S * N >= kPackMinRows || r.packed) {
       te::Tensor wp = r.packed ? W : pack_panels(W, kNb, 0, G, name("wpack"));
       IterVar k = te::reduce_axis(I, "k");
       int nb = static_cast<int>(kNb);
@@ -125,7 +139,7 @@ struct Builder {
           if (rb_rows < G) rb = select(g < rb_rows, rb, 0.0f);
           return acc(d, m, g) + B(d, g) + rb;
         },
-        name("xw"));
+        name(r.gpu_form ? "xwbias" : "xw"));
   }
 
   // The dot form of a product with few rows (dense's dot path): rows of the weight are
@@ -160,10 +174,19 @@ struct Builder {
         nm);
   }
 
-  // acc[b, g] = sum_k v(b, k) * R[d, row0 + g, k] over `rows` gate rows (h_prev R^T): the GEMV
+  // acc[b, g] = sum_k v(b, k) * R[d, row0 + g, k] over `rows` gate rows (h_prev R^T), the stage
+  // named for `role` at step t: in the GPU form a plain reduction ("<role>sum"), else the GEMV
   // form over `packed` (R's rows row0.. packed into panels) when given, else the dot form.
   te::Tensor gemv(const VecFn& v, const te::Tensor& R, const te::Tensor& packed, int row0, int rows,
-                  int d, const std::string& nm) const {
+                  int d, int t, const std::string& role) const {
+    if (r.gpu_form) {
+      IterVar k = te::reduce_axis(H, "k");
+      return te::compute(
+          {Expr(N), Expr(rows)},
+          [&](Var b, Var g) { return te::sum(v(b, k->var) * R(d, g + row0, k->var), {k}); },
+          name(role + "sum", d, t));
+    }
+    std::string nm = name(role, d, t);
     if (!packed.get()) {
       return dot(
           {Expr(N), Expr(rows)}, H,
@@ -207,7 +230,7 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
   te::Tensor rpack, rhpack;
   if (r.packed) {
     rpack = R;
-  } else if (products >= kPackMinSteps) {
+  } else if (products >= kPackMinSteps && !r.gpu_form) {
     rpack = pack_panels(R, kNb, 0, lbr0 ? 2 * H : G, bl.name(lbr0 ? "rzpack" : "rpack"));
     if (lbr0) rhpack = pack_panels(R, kNb, 2 * H, H, bl.name("rhpack"));
   }
@@ -215,7 +238,8 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
   te::Tensor B = r.has(kB) ? bl.input(kB) : te::Tensor();
 
   int dirs = static_cast<int>(r.dirs);
-  std::vector<std::vector<te::Tensor>> hs(static_cast<size_t>(dirs)), cs(hs);
+  // Per direction and step, the hidden and cell states as functions of (batch, unit).
+  std::vector<std::vector<VecFn>> hs(static_cast<size_t>(dirs)), cs(hs);
   for (int d = 0; d < dirs; ++d) {
     hs[static_cast<size_t>(d)].resize(static_cast<size_t>(S));
     cs[static_cast<size_t>(d)].resize(static_cast<size_t>(S));
@@ -231,39 +255,56 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
     for (int step = 0; step < S; ++step) {
       int t = r.reversed(d) ? S - 1 - step : step;
       te::Tensor acc;
-      if (hprev) acc = bl.gemv(hprev, R, rpack, 0, lbr0 ? 2 * H : G, d, bl.name("gemv", d, t));
-      te::Tensor h;
+      if (hprev) acc = bl.gemv(hprev, R, rpack, 0, lbr0 ? 2 * H : G, d, t, "gemv");
       if (r.lstm) {
-        te::Tensor c = te::compute(
-            {Expr(N), Expr(H)},
-            [&](Var b, Var j) {
-              Expr cp = cprev ? cprev(b, j) : Expr();
-              Expr ip = bl.pre(d, t, 0, acc, b, j);
-              if (P.get() && cp.defined()) ip = ip + P(d, j) * cp;
-              Expr i = sigmoid(bl.clip(ip));
-              Expr next = i * tanh_(bl.clip(bl.pre(d, t, 3, acc, b, j)));
-              if (!cp.defined()) return next;
-              Expr f;
-              if (r.input_forget) {
-                f = Expr(1.0f) - i;
-              } else {
-                Expr fp = bl.pre(d, t, 2, acc, b, j);
-                if (P.get()) fp = fp + P(d, j + 2 * H) * cp;
-                f = sigmoid(bl.clip(fp));
-              }
-              return f * cp + next;
-            },
-            bl.name("c", d, t));
-        h = te::compute(
-            {Expr(N), Expr(H)},
-            [&](Var b, Var j) {
-              Expr op = bl.pre(d, t, 1, acc, b, j);
-              if (P.get()) op = op + P(d, j + H) * c(b, j);
-              return sigmoid(bl.clip(op)) * tanh_(c(b, j));
-            },
-            bl.name("h", d, t));
-        cs[static_cast<size_t>(d)][static_cast<size_t>(t)] = c;
-        cprev = [c](Expr b, Expr j) { return c(b, j); };
+        // The cell state of unit (b, j), and the hidden state from it.
+        auto cell = [&](Var b, Var j) {
+          Expr cp = cprev ? cprev(b, j) : Expr();
+          Expr ip = bl.pre(d, t, 0, acc, b, j);
+          if (P.get() && cp.defined()) ip = ip + P(d, j) * cp;
+          Expr i = sigmoid(bl.clip(ip));
+          Expr next = i * tanh_(bl.clip(bl.pre(d, t, 3, acc, b, j)));
+          if (!cp.defined()) return next;
+          Expr f;
+          if (r.input_forget) {
+            f = Expr(1.0f) - i;
+          } else {
+            Expr fp = bl.pre(d, t, 2, acc, b, j);
+            if (P.get()) fp = fp + P(d, j + 2 * H) * cp;
+            f = sigmoid(bl.clip(fp));
+          }
+          return f * cp + next;
+        };
+        auto hidden = [&](Var b, Var j, Expr c) {
+          Expr op = bl.pre(d, t, 1, acc, b, j);
+          if (P.get()) op = op + P(d, j + H) * c;
+          return sigmoid(bl.clip(op)) * tanh_(c);
+        };
+        VecFn c_of, h_of;
+        if (r.gpu_form) {
+          // One stage [2, batch, H]: row 0 the cell state, row 1 the hidden state (the gates
+          // computed in both rows).
+          te::Tensor st = te::compute(
+              {Expr(2), Expr(N), Expr(H)},
+              [&](Var row, Var b, Var j) {
+                Expr c = cell(b, j);
+                return select(row == 0, c, hidden(b, j, c));
+              },
+              bl.name("state", d, t));
+          c_of = [st](Expr b, Expr j) { return st(0, b, j); };
+          h_of = [st](Expr b, Expr j) { return st(1, b, j); };
+        } else {
+          te::Tensor c = te::compute({Expr(N), Expr(H)}, cell, bl.name("c", d, t));
+          te::Tensor h = te::compute(
+              {Expr(N), Expr(H)}, [&](Var b, Var j) { return hidden(b, j, c(b, j)); },
+              bl.name("h", d, t));
+          c_of = [c](Expr b, Expr j) { return c(b, j); };
+          h_of = [h](Expr b, Expr j) { return h(b, j); };
+        }
+        cs[static_cast<size_t>(d)][static_cast<size_t>(t)] = c_of;
+        cprev = c_of;
+        hs[static_cast<size_t>(d)][static_cast<size_t>(t)] = h_of;
+        hprev = h_of;
       } else {
         te::Tensor acch;
         if (lbr0 && hprev) {
@@ -273,10 +314,10 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
                 return sigmoid(bl.clip(bl.pre(d, t, 1, acc, b, j))) * hprev(b, j);
               },
               bl.name("rh", d, t));
-          acch = bl.gemv([rh](Expr b, Expr j) { return rh(b, j); }, R, rhpack, 2 * H, H, d,
-                         bl.name("gemvh", d, t));
+          acch = bl.gemv([rh](Expr b, Expr j) { return rh(b, j); }, R, rhpack, 2 * H, H, d, t,
+                         "gemvh");
         }
-        h = te::compute(
+        te::Tensor h = te::compute(
             {Expr(N), Expr(H)},
             [&](Var b, Var j) {
               Expr z = sigmoid(bl.clip(bl.pre(d, t, 0, acc, b, j)));
@@ -299,18 +340,20 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
               return hprev ? next + z * hprev(b, j) : next;
             },
             bl.name("h", d, t));
+        hs[static_cast<size_t>(d)][static_cast<size_t>(t)] = [h](Expr b, Expr j) {
+          return h(b, j);
+        };
+        hprev = hs[static_cast<size_t>(d)][static_cast<size_t>(t)];
       }
-      hs[static_cast<size_t>(d)][static_cast<size_t>(t)] = h;
-      hprev = [h](Expr b, Expr j) { return h(b, j); };
     }
   }
 
   // The outputs select among the per-step stages.
-  auto pick = [&](const std::vector<std::vector<te::Tensor>>& st, Expr t, Expr d, Expr b, Expr j,
+  auto pick = [&](const std::vector<std::vector<VecFn>>& st, Expr t, Expr d, Expr b, Expr j,
                   bool last) {
     Expr e;
     for (int dd = dirs - 1; dd >= 0; --dd) {
-      const std::vector<te::Tensor>& v = st[static_cast<size_t>(dd)];
+      const std::vector<VecFn>& v = st[static_cast<size_t>(dd)];
       Expr ed;
       if (last) {
         ed = v[static_cast<size_t>(r.reversed(dd) ? 0 : S - 1)](b, j);
@@ -361,7 +404,11 @@ void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& targ
       schedule_pack_panels_x86(s, t, target, elems >= kParallelWork);
     } else if (role == "xw" || role == "gemv" || role == "gemvh") {
       schedule_panel_product_x86(op, s, t, kNb, target, {});
-    } else if (role == "c" || role == "h" || role == "rh") {
+    } else if (role == "c" || role == "h" || role == "rh" || role == "xwbias") {
+      vectorize_last(s[t]);
+    } else if (role == "state") {
+      // gpu_form: the (cell, hidden) row unrolled so its select folds.
+      s[t].unroll(s[t].axis()[0]);
       vectorize_last(s[t]);
     } else if (role == "Y" || role == "Yh" || role == "Yc") {
       // Unrolled time and direction loops fold the selects to one load each.
@@ -370,6 +417,8 @@ void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& targ
       st.unroll(ax[0]);
       if (role == "Y") st.unroll(ax[1]);
       vectorize_last(st);
+    } else if (role == "xwsum" || role == "gemvsum" || role == "gemvhsum") {
+      // gpu_form's plain products: left serial on the CPU (GPU targets schedule them).
     } else {
       // Scheduled with their products.
       ANVIL_ICHECK(role == "xwacc" || role.rfind("part", 0) == 0, op,

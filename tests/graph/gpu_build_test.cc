@@ -89,6 +89,11 @@ TEST(GpuBuild, Resnet18OnOpenCL) {
   check_opencl("resnet18");
 }
 
+// The LSTM in its GPU form (gpu_form: plain products, each step's states in one stage).
+TEST(GpuBuild, LstmLmOnOpenCL) {
+  check_opencl("lstm_lm");
+}
+
 // The five workloads for CUDA: every kernel compiles to PTX for sm_90 and the artifact is saved;
 // running needs the device, and says so.
 TEST(GpuBuild, FiveWorkloadsCompileForCuda) {

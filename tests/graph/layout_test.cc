@@ -95,6 +95,23 @@ TEST(AlterLayout, GpuTargetsKeepNchwAndTakeWinogradFor3x3) {
   Graph f = fold_constants(a);
   EXPECT_EQ(count_op(f, "conv2d_winograd_nchwc_pack_weight"), 0) << f.str();
   expect_same_outputs(g, f);
+
+  // An lstm keeps its weights unpacked and takes its GPU form.
+  Graph l;
+  ValueId x = l.add_input("x", {{4, 1, 6}, f32});
+  std::vector<ValueId> ys = l.add_node(
+      "lstm", "lstm", Attrs("lstm", {{"hidden_size", int64_t{5}}}),
+      {x, param(l, "W", {1, 20, 6}, 8), param(l, "R", {1, 20, 5}, 9)}, {"Y", "Y_h", "Y_c"});
+  l.add_output(ys[0]);
+  Graph la = alter_layout(l, Target::parse("opencl"));
+  ASSERT_EQ(count_op(la, "lstm"), 1) << la.str();
+  EXPECT_EQ(count_op(la, "dense_pack_weight"), 0) << la.str();
+  for (const Node& n : la.nodes())
+    if (n.op == "lstm") {
+      EXPECT_EQ(n.attrs.get_int("gpu_form", 0), 1);
+      EXPECT_EQ(n.attrs.get_int("packed_weights", 0), 0);
+    }
+  expect_same_outputs(l, la);
 }
 
 TEST(AlterLayout, PaddedChannelsAndBlockChanges) {

@@ -29,6 +29,8 @@ struct Case {
   bool bias = true, h0 = false, c0 = false, peep = false;
   double clip = 0;  // 0: none
   int64_t input_forget = 0, linear_before_reset = 0;
+  int64_t gpu_form = 0;     // plain products, an lstm step's states in one stage
+  bool gpu_always = false;  // every case through OpenCL too, not the first few
 };
 
 std::string describe(const Case& c) {
@@ -36,7 +38,7 @@ std::string describe(const Case& c) {
   o << c.op << " " << c.direction << " seq=" << c.seq << " batch=" << c.batch
     << " input=" << c.input << " hidden=" << c.hidden << " B=" << c.bias << " h0=" << c.h0
     << " c0=" << c.c0 << " P=" << c.peep << " clip=" << c.clip << " input_forget=" << c.input_forget
-    << " lbr=" << c.linear_before_reset;
+    << " lbr=" << c.linear_before_reset << " gpu_form=" << c.gpu_form;
   return o.str();
 }
 
@@ -59,6 +61,7 @@ void check(const Case& c, uint32_t seed = 1) {
   if (c.clip > 0) attrs.set("clip", c.clip);
   if (lstm) {
     attrs.set("input_forget", c.input_forget);
+    if (c.gpu_form) attrs.set("gpu_form", c.gpu_form);
   } else {
     attrs.set("linear_before_reset", c.linear_before_reset);
   }
@@ -67,6 +70,7 @@ void check(const Case& c, uint32_t seed = 1) {
   o.lo = -0.6;
   o.hi = 0.6;
   o.seed = seed;
+  o.gpu_always = c.gpu_always;
   check_op(c.op, types, attrs, o);
 }
 
@@ -94,6 +98,24 @@ std::vector<Case> direction_cases(const std::string& op, int64_t lbr) {
 TEST(Lstm, EveryDirection) {
   uint32_t seed = 1;
   for (const Case& c : direction_cases("lstm", 0)) check(c, seed++);
+}
+
+TEST(Lstm, GpuFormOnCpuAndOpenCl) {
+  // gpu_form = 1 (the GPU targets' form): the same outputs, every direction, with initial
+  // states, peepholes and input_forget, on the CPU and through OpenCL.
+  uint32_t seed = 40;
+  for (Case c : direction_cases("lstm", 0)) {
+    c.gpu_form = 1;
+    c.gpu_always = true;
+    check(c, seed++);
+  }
+  Case c;
+  c.gpu_form = 1;
+  c.gpu_always = true;
+  c.h0 = c.c0 = c.peep = true;
+  c.input_forget = 1;
+  c.clip = 0.5;
+  check(c, seed++);
 }
 
 TEST(Lstm, InitialStatesAndPeepholes) {
@@ -160,6 +182,18 @@ TEST(Gru, EveryDirectionBothResets) {
       check(c, seed++);
     }
   }
+}
+
+TEST(Gru, GpuFormOnCpuAndOpenCl) {
+  uint32_t seed = 60;
+  // Bidirectional (forward and reverse at once), both resets.
+  for (int64_t lbr : {0, 1})
+    for (Case c : direction_cases("gru", lbr)) {
+      if (c.direction != "bidirectional") continue;
+      c.gpu_form = 1;
+      c.gpu_always = true;
+      check(c, seed++);
+    }
 }
 
 TEST(Gru, ClipInitialStateAndSingleStep) {
@@ -310,6 +344,11 @@ TEST(RecurrentErrors, AttributesAndShapes) {
          "lstm: attribute 'layout' must be 0");
   expect("lstm", lstm_in, {{"hidden_size", h4}, {"clip", -1.0}},
          "lstm: attribute 'clip' must be positive");
+  expect("lstm", lstm_in, {{"hidden_size", h4}, {"gpu_form", int64_t{3}}},
+         "lstm: attribute 'gpu_form' must be 0 or 1, not 3");
+  expect("lstm", lstm_in,
+         {{"hidden_size", h4}, {"gpu_form", int64_t{1}}, {"packed_weights", int64_t{1}}},
+         "attributes 'gpu_form' and 'packed_weights' exclude each other");
   std::vector<TensorType> with_lens = lstm_in;
   with_lens.push_back({{1}, DataType::Int32()});
   expect("lstm", with_lens, {{"hidden_size", h4}, {"present", std::vector<int64_t>{1, 1, 1, 0, 1}}},
