@@ -274,6 +274,45 @@ class XgbSearch : public RandomSearch {
   std::unordered_map<int64_t, std::vector<float>> cache_;
 };
 
+// Any strategy, without the points that do not fit the target: those the inner strategy proposes
+// are checked, refused ones kept out of every batch and shown to it as failed trials, and it is
+// asked again (a few rounds) until the batch is full or the space runs out.
+class FittingSearch : public Search {
+ public:
+  FittingSearch(std::unique_ptr<Search> inner, std::function<bool(int64_t)> fits)
+      : inner_(std::move(inner)), fits_(std::move(fits)) {}
+
+  int64_t next(const std::map<int64_t, double>& measured) override {
+    std::vector<int64_t> b = next_batch(measured, 1);
+    return b.empty() ? -1 : b[0];
+  }
+
+  std::vector<int64_t> next_batch(const std::map<int64_t, double>& measured, int n) override {
+    std::map<int64_t, double> seen = measured;
+    for (int64_t i : refused_) seen.emplace(i, INFINITY);
+    std::vector<int64_t> batch;
+    for (int round = 0; round < kRounds && static_cast<int>(batch.size()) < n; ++round) {
+      std::vector<int64_t> got = inner_->next_batch(seen, n - static_cast<int>(batch.size()));
+      if (got.empty()) break;
+      for (int64_t i : got) {
+        seen.emplace(i, INFINITY);
+        if (fits_(i)) {
+          batch.push_back(i);
+        } else {
+          refused_.insert(i);
+        }
+      }
+    }
+    return batch;
+  }
+
+ private:
+  static constexpr int kRounds = 8;
+  std::unique_ptr<Search> inner_;
+  std::function<bool(int64_t)> fits_;
+  std::set<int64_t> refused_;
+};
+
 }  // namespace
 
 std::vector<int64_t> Search::next_batch(const std::map<int64_t, double>& measured, int n) {
@@ -294,12 +333,21 @@ std::vector<std::string> search_names() {
 
 std::unique_ptr<Search> make_search(const std::string& name, const ops::ConfigSpace& space,
                                     uint32_t seed, SearchContext context) {
-  if (name == "grid") return std::make_unique<GridSearch>(space_size(space));
-  if (name == "random")
-    return std::make_unique<RandomSearch>(space_size(space), seed, context.default_first);
-  if (name == "genetic") return std::make_unique<GeneticSearch>(space, seed, context.default_first);
-  if (name == "xgb") return std::make_unique<XgbSearch>(space, seed, std::move(context));
-  ANVIL_FAIL("unknown search '", name, "' (expected random, grid, genetic or xgb)");
+  std::function<bool(int64_t)> fits = context.fits;
+  std::unique_ptr<Search> s;
+  if (name == "grid") {
+    s = std::make_unique<GridSearch>(space_size(space));
+  } else if (name == "random") {
+    s = std::make_unique<RandomSearch>(space_size(space), seed, context.default_first);
+  } else if (name == "genetic") {
+    s = std::make_unique<GeneticSearch>(space, seed, context.default_first);
+  } else if (name == "xgb") {
+    s = std::make_unique<XgbSearch>(space, seed, std::move(context));
+  } else {
+    ANVIL_FAIL("unknown search '", name, "' (expected random, grid, genetic or xgb)");
+  }
+  if (fits) s = std::make_unique<FittingSearch>(std::move(s), std::move(fits));
+  return s;
 }
 
 }  // namespace anvil::autotune

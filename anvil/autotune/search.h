@@ -11,7 +11,12 @@
 //            before each batch; simulated annealing over the space under the model picks the
 //            batch's most promising unmeasured points, and a few random ones keep exploring.
 //            Random until it has 8 measured points, unless other tasks' trials train it.
+// With SearchContext::fits, any strategy skips the points that cannot run on the target (a GPU
+// schedule over the threads per block or the shared memory a block may have): they are never
+// proposed, and the strategy sees them as failed trials.
 #pragma once
+
+#include <set>
 
 #include <cstdint>
 #include <functional>
@@ -45,6 +50,8 @@ struct SearchContext {
   TrainingSet prior;
   // Propose the default first. Off for comparisons of strategies that start from nothing.
   bool default_first = true;
+  // Whether point i can run on the target at all; absent: every point can.
+  std::function<bool(int64_t)> fits;
 };
 
 // The strategies `make_search` knows.

@@ -86,6 +86,36 @@ TEST(Search, BatchesAreDistinctAndUnmeasured) {
   }
 }
 
+TEST(Search, PointsThatDoNotFitAreNeverProposed) {
+  // A third of the space does not fit the target: every strategy proposes each other point once,
+  // in batches, and asks about each point at most once.
+  ops::ConfigSpace space = {{"a", {4, 1, 2, 8, 16}}, {"b", {0, 1, 2, 3}}, {"c", {7, 8}}};
+  const int64_t size = space_size(space);  // 40
+  for (const std::string& name : search_names()) {
+    SCOPED_TRACE(name);
+    SearchContext c = knob_features(space);
+    std::map<int64_t, int> asked;
+    c.fits = [&asked](int64_t i) {
+      ++asked[i];
+      return i % 3 != 1;
+    };
+    std::unique_ptr<Search> s = make_search(name, space, 9, c);
+    std::map<int64_t, double> measured;
+    for (int rounds = 0; rounds < 100; ++rounds) {
+      std::vector<int64_t> batch = s->next_batch(measured, 5);
+      if (batch.empty()) break;
+      for (int64_t i : batch) {
+        EXPECT_NE(i % 3, 1) << i;
+        EXPECT_FALSE(measured.count(i)) << i;
+        measured[i] = 1.0 + static_cast<double>((i * 5) % 7);
+      }
+    }
+    EXPECT_EQ(static_cast<int64_t>(measured.size()), size - size / 3);  // 27 of 40 fit
+    for (const auto& [i, n] : asked) EXPECT_EQ(n, 1) << i;
+    EXPECT_EQ(s->next(measured), -1);
+  }
+}
+
 TEST(Search, WithoutTheDefaultFirstRandomStartsAnywhere) {
   ops::ConfigSpace space = {{"a", {0, 1, 2, 3, 4, 5, 6, 7}}, {"b", {0, 1, 2, 3, 4, 5, 6, 7}}};
   std::set<int64_t> firsts;

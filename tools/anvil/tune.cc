@@ -478,6 +478,17 @@ void tune_command(const TuneOptions& o) {
       context.features = [task, space](int64_t i) {
         return autotune::extract_features(task, autotune::config_at(space, i));
       };
+      // On a GPU, a point whose kernels exceed the block's threads or shared memory (or that
+      // cannot be lowered at all) is skipped: lowering it (a few ms) is cheaper than a trial.
+      if (target.is_gpu())
+        context.fits = [task, space, target](int64_t i) {
+          try {
+            autotune::lower_candidate_gpu(task, target, autotune::config_at(space, i));
+            return true;
+          } catch (const Error&) {
+            return false;
+          }
+        };
       if (o.tuner == "xgb") context.prior = transfer.for_task(file, task.key(), task.target);
       s->search = autotune::make_search(o.tuner, s->space,
                                         o.seed + static_cast<uint32_t>(s - states.data()), context);
