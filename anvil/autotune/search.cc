@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "anvil/autotune/features.h"
@@ -275,8 +276,10 @@ class XgbSearch : public RandomSearch {
 };
 
 // Any strategy, without the points that do not fit the target: those the inner strategy proposes
-// are checked, refused ones kept out of every batch and shown to it as failed trials, and it is
-// asked again (a few rounds) until the batch is full or the space runs out.
+// are checked, refused ones kept out of every batch and shown to it as failed trials (which they
+// are), and it is asked again until the batch is full or it proposes nothing new. Each round asks
+// for the points accepted so far too (they are not measured yet, so it may propose them again),
+// so that even a deterministic strategy gets past them.
 class FittingSearch : public Search {
  public:
   FittingSearch(std::unique_ptr<Search> inner, std::function<bool(int64_t)> fits)
@@ -291,23 +294,27 @@ class FittingSearch : public Search {
     std::map<int64_t, double> seen = measured;
     for (int64_t i : refused_) seen.emplace(i, INFINITY);
     std::vector<int64_t> batch;
-    for (int round = 0; round < kRounds && static_cast<int>(batch.size()) < n; ++round) {
-      std::vector<int64_t> got = inner_->next_batch(seen, n - static_cast<int>(batch.size()));
-      if (got.empty()) break;
-      for (int64_t i : got) {
-        seen.emplace(i, INFINITY);
+    std::set<int64_t> in_batch;
+    while (static_cast<int>(batch.size()) < n) {
+      bool progress = false;
+      for (int64_t i : inner_->next_batch(seen, n + static_cast<int>(batch.size()))) {
+        if (static_cast<int>(batch.size()) >= n) break;
+        if (in_batch.count(i)) continue;
+        progress = true;
         if (fits_(i)) {
           batch.push_back(i);
+          in_batch.insert(i);
         } else {
           refused_.insert(i);
+          seen.emplace(i, INFINITY);
         }
       }
+      if (!progress) break;  // nothing left but what the batch holds
     }
     return batch;
   }
 
  private:
-  static constexpr int kRounds = 8;
   std::unique_ptr<Search> inner_;
   std::function<bool(int64_t)> fits_;
   std::set<int64_t> refused_;

@@ -16,8 +16,6 @@
 // proposed, and the strategy sees them as failed trials.
 #pragma once
 
-#include <set>
-
 #include <cstdint>
 #include <functional>
 #include <map>

@@ -250,7 +250,8 @@ Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildO
   std::vector<Pass> passes = {{"simplify_inference", simplify_inference},
                               {"fold_constants", fold_constants}};
   // The blocked layouts and packed weights are the CPU kernels'; GPU schedules take ONNX's own
-  // layout, and alter_layout only moves 3x3 convolutions to Winograd there.
+  // layout, and alter_layout only moves 3x3 convolutions to Winograd and recurrent ops to their
+  // GPU form there.
   if (options.alter_layout) {
     passes.push_back(
         {"alter_layout", [&target](const Graph& x) { return alter_layout(x, target); }});

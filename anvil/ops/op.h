@@ -97,8 +97,8 @@ struct OpDef {
   // The knobs the tuner may search for these input types (empty when there is nothing to tune).
   std::function<ConfigSpace(const std::vector<TensorType>&, const Attrs&, const Target&)> space;
   // Optional: the operator's own GPU schedule and its knobs, as schedule_x86 and space are for
-  // the CPU (absent: schedule_gpu_default, nothing to tune). The schedule also gets the op's
-  // attributes.
+  // the CPU (absent: schedule_gpu_default, tuned when space_gpu is gpu_default_space, else not
+  // at all). The schedule also gets the op's attributes.
   std::function<void(te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs& attrs,
                      const Target& target, const Config& config)>
       schedule_gpu;

@@ -17,14 +17,15 @@
 //   c, h              lstm: the cell state and the hidden state, every gate inlined into them
 //   state             lstm with gpu_form: c and h as one stage [2, batch, H] (rows c, h), the
 //                     gates computed in both rows, so that a GPU computes them in one kernel
-// gpu_form (the GPU targets' form): no packing; the products are plain reductions over the
-// weights as given, xwsum (then xwbias with the biases), gemvsum and gemvhsum, so that a GPU
-// reduces each row along k with coalesced reads (a block of lanes per gate row); the lstm's
-// state stage replaces c and h: two kernels per step (the recurrent product, the states).
 //   rh, gemvh, h      gru: h alone (linear_before_reset = 1), or r (.) h_prev, its product with
 //                     R_h and h (linear_before_reset = 0)
 //   Y, Yh, Yc         the outputs: selects over the per-step h (and c) stages, folded to one load
 //                     each once the time and direction loops are unrolled
+// gpu_form (the GPU targets' form): nothing is packed; the products are plain reductions over
+// the weights as given: xwsum (then xwbias with the biases), gemvsum and gemvhsum. The GPU's
+// default schedule reduces each recurrent product's gate row in a block of lanes along k
+// (coalesced reads of R); the projection, with more rows than that schedule shares among lanes, is
+// a thread per output. The lstm's state stage replaces c and h: two kernels per step.
 //
 // Why pack R: the packing is a gather (about 650 us for 2600 x 650 here, 7 GEMV passes), but the
 // GEMV over panels streams 16-float rows with 8 accumulator vectors in flight and no horizontal

@@ -14,25 +14,6 @@ namespace {
 
 constexpr int64_t kThreadsPerBlock = 256;
 
-// The data-parallel loops of `st` fused and split into blocks of `threads` threads, each thread
-// computing `inner` outputs a block's width apart (so that a warp's accesses stay contiguous).
-void bind_blocks(te::Stage st, int64_t threads, int64_t inner = 1) {
-  const std::vector<te::IterVar>& axes = st.axis();
-  te::IterVar fused = axes[0];
-  for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
-  if (inner == 1) {
-    auto [block, thread] = st.split(fused, threads);
-    st.bind(block, "blockIdx.x");
-    st.bind(thread, "threadIdx.x");
-    return;
-  }
-  auto [block, rest] = st.split(fused, threads * inner);
-  auto [i, thread] = st.split(rest, threads);
-  st.bind(block, "blockIdx.x");
-  st.bind(thread, "threadIdx.x");
-  st.unroll(i);
-}
-
 // A reduction to a scalar over more than `threads` elements of its longest reduction axis:
 // `threads` partial results, each reduced by a thread of its own, then reduced by one thread.
 void scalar_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
@@ -49,7 +30,7 @@ void scalar_reduction(te::Schedule& s, te::Tensor t, int64_t threads) {
   auto [outer, inner] = s[t].split_nparts(longest, threads);
   (void)inner;
   te::Tensor partial = s.rfactor(t, outer);
-  bind_blocks(s[partial], threads);
+  bind_threads(s[partial], s[partial].axis(), threads);
 }
 
 // A reduction with few outputs over a long axis (a softmax's row, a mean over a large map): a
@@ -122,6 +103,24 @@ std::vector<int64_t> divisor_values(int64_t def, int64_t n,
 }
 
 }  // namespace
+
+te::IterVar bind_threads(te::Stage st, const std::vector<te::IterVar>& axes, int64_t threads,
+                         int64_t inner) {
+  te::IterVar fused = axes[0];
+  for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
+  if (inner == 1) {
+    auto [block, thread] = st.split(fused, threads);
+    st.bind(block, "blockIdx.x");
+    st.bind(thread, "threadIdx.x");
+    return thread;
+  }
+  auto [block, rest] = st.split(fused, threads * inner);
+  auto [i, thread] = st.split(rest, threads);
+  st.bind(block, "blockIdx.x");
+  st.bind(thread, "threadIdx.x");
+  st.unroll(i);
+  return thread;
+}
 
 int64_t largest_divisor(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d)
@@ -317,7 +316,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
       continue;
     }
     if (!t->reduce_axis.empty() && cross_thread_reduction(s, t, threads)) continue;
-    bind_blocks(st, threads, inner);
+    bind_threads(st, st.axis(), threads, inner);
   }
 }
 

@@ -1,6 +1,6 @@
 // GPU schedules shared by the operators: the default one (correct for any tensor-expression
-// function, one thread per output element) and the tiled one of the operators whose anchor is one
-// reduction over a grid of outputs (convolutions, matrix products), with its knobs.
+// function, threads over the output elements) and the tiled one of the operators whose anchor is
+// one reduction over a grid of outputs (convolutions, matrix products), with its knobs.
 #pragma once
 
 #include <functional>
@@ -20,13 +20,21 @@ namespace anvil::ops {
 // element (its reduction, if any, serially; a reduction with few outputs over a long axis is
 // shared by the threads of a block per output instead). A scalar stage runs on one thread.
 // Knobs (gpu_default_space): "threads" per block (also the cap on a cross-thread reduction's
-// lanes) and "inner", the outputs each thread computes, a block's width apart.
+// lanes) and "inner", the outputs each thread computes, a block's width apart (a stage that
+// takes a cross-thread reduction, a block per output, ignores it).
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target, const Config& config = {});
 // The knobs of schedule_gpu_default, for the operators that take it as their tunable GPU
 // schedule (pooling, reductions and softmax, element-wise ops, the recurrent ops).
 ConfigSpace gpu_default_space(const std::vector<TensorType>& inputs, const Attrs& attrs,
                               const Target& target);
+
+// `st`'s loops `axes` (outermost first, each directly inside the last) fused and split into
+// blocks of `threads` threads (blockIdx.x, threadIdx.x), each thread computing `inner` of the
+// fused iterations a block's width apart (so that a warp's accesses stay contiguous); returns the
+// thread axis.
+te::IterVar bind_threads(te::Stage st, const std::vector<te::IterVar>& axes, int64_t threads,
+                         int64_t inner = 1);
 
 // The largest divisor of n that is at most cap (1 when cap < 2).
 int64_t largest_divisor(int64_t n, int64_t cap);

@@ -593,7 +593,8 @@ WinogradStages winograd_stages(te::Schedule& s, const std::vector<te::Tensor>& o
   }
   ANVIL_ICHECK(w.pad.defined() && w.bd.defined() && w.v.defined() && w.mm.defined() &&
                    w.am.defined() && w.y.defined(),
-               "the stages of the Winograd convolution are not among the outputs' producers");
+               "the stages of a Winograd convolution are not among the producers of '",
+               outs[0].name(), "'");
   // Y and the injective epilogue stages after it are computed in the output's loops.
   for (size_t i = y_pos; i < order.size(); ++i)
     if (order[i].is_compute() && order[i].get() != outs[0].get()) s[order[i]].compute_inline();

@@ -11,8 +11,6 @@
 //   output transform one thread per (image, tile, output channel), the channel fastest so that
 //                    its a^2 reads of M coalesce; A^T M in registers, the m x m outputs of the
 //                    tile unrolled, bias and the fused epilogue inlined.
-// A stage of the weight transform left in the kernel (a weight that was not constant-folded)
-// runs first as a kernel of one thread per element.
 // Not yet measured on an NVIDIA GPU: the rule and the defaults are a starting point for tuning.
 #include <algorithm>
 
@@ -33,17 +31,6 @@ constexpr int64_t kMinChannels = 16;
 const std::vector<GpuTileAxis>& gemm_axes() {
   static const std::vector<GpuTileAxis> axes = {{"p", 8, 2}, {"o", 16, 2}};
   return axes;
-}
-
-// `st`'s loops `axes` (outermost first) fused and split into blocks of `threads` threads; returns
-// the thread axis.
-te::IterVar bind_fused(te::Stage st, const std::vector<te::IterVar>& axes, int64_t threads) {
-  te::IterVar fused = axes[0];
-  for (size_t d = 1; d < axes.size(); ++d) fused = st.fuse(fused, axes[d]);
-  auto [block, thread] = st.split(fused, threads);
-  st.bind(block, "blockIdx.x");
-  st.bind(thread, "threadIdx.x");
-  return thread;
 }
 
 // A stage computed per thread at `at`'s axis `axis`, in registers, its loops unrolled.
@@ -85,6 +72,9 @@ void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs,
   for (const auto& in : w.mm->inputs)
     if (in.get() != w.v.get()) u = te::Tensor(in.get());
   ANVIL_ICHECK(u.defined(), "conv2d_winograd GPU schedule: the GEMM reads no weight");
+  // Fusion never puts the weight's producer (its transform) in this group: U is an input.
+  ANVIL_CHECK(!u.is_compute(), "conv2d_winograd GPU schedule of '", out.name(),
+              "': the transformed weight '", u.name(), "' must be an input of the kernel");
 
   // Input transform.
   s[w.pad].compute_inline();
@@ -92,7 +82,7 @@ void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs,
     te::Stage sv = s[w.v];
     std::vector<te::IterVar> ax = sv.axis();  // a1, a2, p, c
     sv.reorder({ax[2], ax[3], ax[0], ax[1]});
-    te::IterVar thread = bind_fused(sv, {ax[2], ax[3]}, threads);
+    te::IterVar thread = bind_threads(sv, {ax[2], ax[3]}, threads);
     sv.unroll(ax[0]);
     sv.unroll(ax[1]);
     in_registers(s, w.bd, sv, thread);
@@ -113,15 +103,10 @@ void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs,
     auto [yo, yi] = so.split(ax[2], m);
     auto [xo, xi] = so.split(ax[3], m);
     so.reorder({ax[0], yo, xo, ax[1], yi, xi});
-    te::IterVar thread = bind_fused(so, {ax[0], yo, xo, ax[1]}, threads);
+    te::IterVar thread = bind_threads(so, {ax[0], yo, xo, ax[1]}, threads);
     so.unroll(yi);
     so.unroll(xi);
     in_registers(s, w.am, so, thread);
-  }
-  // A weight transform in the kernel: a kernel of its own before the GEMM.
-  if (u.is_compute()) {
-    te::Stage su = s[u];
-    bind_fused(su, su.axis(), threads);
   }
 }
 

@@ -116,6 +116,25 @@ TEST(Search, PointsThatDoNotFitAreNeverProposed) {
   }
 }
 
+TEST(Search, ALongRunOfPointsThatDoNotFitIsCrossed) {
+  // The first 30 of 40 points do not fit: one at a time, every strategy still reaches the other
+  // 10 (a batch is empty only when nothing that fits is left).
+  ops::ConfigSpace space = {{"a", {4, 1, 2, 8, 16}}, {"b", {0, 1, 2, 3}}, {"c", {7, 8}}};
+  for (const std::string& name : search_names()) {
+    SCOPED_TRACE(name);
+    SearchContext c = knob_features(space);
+    c.fits = [](int64_t i) { return i >= 30; };
+    std::unique_ptr<Search> s = make_search(name, space, 4, c);
+    std::map<int64_t, double> measured;
+    for (int64_t i = s->next(measured); i >= 0; i = s->next(measured)) {
+      EXPECT_GE(i, 30);
+      EXPECT_FALSE(measured.count(i)) << i;
+      measured[i] = 1.0 + static_cast<double>(i % 4);
+    }
+    EXPECT_EQ(measured.size(), 10u);
+  }
+}
+
 TEST(Search, WithoutTheDefaultFirstRandomStartsAnywhere) {
   ops::ConfigSpace space = {{"a", {0, 1, 2, 3, 4, 5, 6, 7}}, {"b", {0, 1, 2, 3, 4, 5, 6, 7}}};
   std::set<int64_t> firsts;

@@ -61,10 +61,10 @@ void check(const Case& c, uint32_t seed = 1) {
   if (c.clip > 0) attrs.set("clip", c.clip);
   if (lstm) {
     attrs.set("input_forget", c.input_forget);
-    if (c.gpu_form) attrs.set("gpu_form", c.gpu_form);
   } else {
     attrs.set("linear_before_reset", c.linear_before_reset);
   }
+  if (c.gpu_form) attrs.set("gpu_form", c.gpu_form);
   CheckOptions o;
   o.tol = 1e-4 * std::sqrt(static_cast<double>(c.input + c.hidden));
   o.lo = -0.6;

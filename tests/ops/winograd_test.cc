@@ -475,7 +475,7 @@ struct NchwCase {
   bool bias;
 };
 
-// Runs conv2d_winograd through check_op (x86 and, with `gpu_config`, the GPU schedule on PoCL)
+// Runs conv2d_winograd through check_op (x86, and the GPU schedule with `gpu_config` on PoCL)
 // against its own reference, after checking that reference against conv2d's (the direct
 // convolution of the untransformed weight).
 void run_nchw(const NchwCase& k, uint32_t seed, const Config& gpu_config = {}) {

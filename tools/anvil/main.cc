@@ -85,7 +85,9 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");
   c->add_flag("--no-fuse", compile.no_fuse, "One kernel per operator (the fusion ablation)");
-  c->add_flag("--no-layout", compile.no_layout, "Keep convolutions in NCHW (no NCHW[x]c)");
+  c->add_flag("--no-layout", compile.no_layout,
+              "No layout alteration: NCHW convolutions, no packed weights (CPU); no Winograd, no "
+              "GPU form of recurrent ops (GPU)");
   c->add_flag("--separate-params", compile.separate_params,
               "Write the parameters beside model.so as a .safetensors file");
   c->add_option("--print-after", compile.print_after,
@@ -161,7 +163,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");
   in->add_flag("--no-fuse", inspect.no_fuse, "One kernel per operator");
-  in->add_flag("--no-layout", inspect.no_layout, "Keep convolutions in NCHW");
+  in->add_flag("--no-layout", inspect.no_layout, "No layout alteration (as compile --no-layout)");
   in->footer(
       "Examples:\n"
       "  anvil inspect zoo:dqn --stage fused\n"

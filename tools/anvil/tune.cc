@@ -485,6 +485,8 @@ void tune_command(const TuneOptions& o) {
           try {
             autotune::lower_candidate_gpu(task, target, autotune::config_at(space, i));
             return true;
+          } catch (const InternalError&) {
+            throw;  // a compiler bug, not a point that does not fit
           } catch (const Error&) {
             return false;
           }
