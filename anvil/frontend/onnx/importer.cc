@@ -2,6 +2,11 @@
 // unsupported-op report. The op mappings are in ops_map.cc.
 #include "anvil/frontend/onnx/importer.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -231,6 +236,8 @@ std::vector<ValueId> Ctx::emit(const std::string& op, ops::Attrs attrs,
       args.push_back(g.value(v).data);
     }
     std::vector<ops::TensorType> out_types = def.infer(types, full);
+    for (size_t k = 0; k < out_types.size(); ++k)
+      check_size(str("output ", k, " (folded at import)"), out_types[k], true);
     std::vector<runtime::NDArray> outs = def.reference(args, full);
     ANVIL_CHECK(outs.size() == out_types.size(), "folding ", op, ": the reference gave ",
                 outs.size(), " outputs, its shape rule ", out_types.size());
@@ -252,11 +259,48 @@ std::vector<ValueId> Ctx::emit(const std::string& op, ops::Attrs attrs,
     for (size_t k = 0; k < n; ++k)
       if (names[k].empty()) names[k] = g.unique_name(node_name + ":" + std::to_string(k));
   }
-  return g.add_node(node_name, op, full, inputs, names);
+  std::vector<ValueId> outs = g.add_node(node_name, op, full, inputs, names);
+  for (size_t k = 0; k < outs.size(); ++k)
+    check_size(str("output ", k), g.value(outs[k]).type, false);
+  return outs;
 }
 
 ValueId Ctx::constant(const std::string& base, runtime::NDArray data) {
+  check_size("constant '" + base + "'", {data.shape(), ops::from_dlpack(data.dtype())}, true);
   return g.add_constant(g.unique_name(name_ + "/" + base), std::move(data));
+}
+
+namespace {
+
+// The bytes a tensor of type `t` takes, INT64_MAX when that does not fit in an int64_t.
+int64_t bytes_of(const ops::TensorType& t) {
+  int64_t n = t.dtype.is_bool() ? 1 : std::max(1, t.dtype.bits() / 8);
+  for (int64_t d : t.shape) {
+    if (d == 0) return 0;
+    if (n > INT64_MAX / d) return INT64_MAX;
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& what) {
+  return {std::vector<int64_t>(t.dims().begin(), t.dims().end()), onnx_dtype(t.data_type(), what)};
+}
+
+void Ctx::check_size(const std::string& what, const ops::TensorType& t, bool held) {
+  for (int64_t d : t.shape)
+    ANVIL_CHECK(d >= 0, what, " has a negative dimension ", ops::list_str(t.shape));
+  int64_t bytes = bytes_of(t);
+  ANVIL_CHECK(bytes <= memory_cap_, what, " ", ops::to_string(t), " would take ",
+              bytes == INT64_MAX ? std::string("more than 2^63") : std::to_string(bytes),
+              " bytes, over the memory cap of ", memory_cap_, " bytes");
+  if (!held) return;
+  held_bytes_ = bytes > INT64_MAX - held_bytes_ ? INT64_MAX : held_bytes_ + bytes;
+  ANVIL_CHECK(held_bytes_ <= memory_cap_, what, " ", ops::to_string(t), " (", bytes,
+              " bytes) brings the model's inputs and constants to ", held_bytes_,
+              " bytes, over the memory cap of ", memory_cap_, " bytes");
 }
 
 ValueId Ctx::scalar_f32(const std::string& base, float v) {
@@ -292,9 +336,14 @@ void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& gp) {
 
 namespace {
 
+// Subgraphs (If branches) nested deeper than this are refused: the importer converts them
+// recursively.
+constexpr int kMaxSubgraphDepth = 64;
+
 // Every node of `g` and of its subgraphs whose op type is not mapped: op type -> node names.
-void find_unsupported(const ::onnx::GraphProto& g,
-                      std::map<std::string, std::vector<std::string>>& missing) {
+// Refuses subgraphs nested more than kMaxSubgraphDepth deep.
+void find_unsupported(const std::string& origin, const ::onnx::GraphProto& g,
+                      std::map<std::string, std::vector<std::string>>& missing, int depth = 0) {
   const std::map<std::string, MapFn>& table = op_table();
   for (int k = 0; k < g.node_size(); ++k) {
     const ::onnx::NodeProto& n = g.node(k);
@@ -302,9 +351,15 @@ void find_unsupported(const ::onnx::GraphProto& g,
     std::string type = default_domain ? n.op_type() : n.domain() + "." + n.op_type();
     if (!default_domain || table.count(n.op_type()) == 0)
       missing[type].push_back(n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name());
+    bool nests = false;
+    for (const ::onnx::AttributeProto& a : n.attribute()) nests |= a.has_g() || a.graphs_size() > 0;
+    ANVIL_CHECK(!nests || depth < kMaxSubgraphDepth, origin, ": node '",
+                n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name(), "' (",
+                n.op_type(), ") nests subgraphs more than ", kMaxSubgraphDepth, " deep");
     for (const ::onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_g()) find_unsupported(a.g(), missing);
-      for (const ::onnx::GraphProto& sub : a.graphs()) find_unsupported(sub, missing);
+      if (a.has_g()) find_unsupported(origin, a.g(), missing, depth + 1);
+      for (const ::onnx::GraphProto& sub : a.graphs())
+        find_unsupported(origin, sub, missing, depth + 1);
     }
   }
 }
@@ -372,13 +427,13 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
   const ::onnx::GraphProto& gp = model.graph();
 
   std::map<std::string, std::vector<std::string>> missing;
-  find_unsupported(gp, missing);
+  find_unsupported(origin, gp, missing);
   if (!missing.empty()) {
     throw Error(
         str(origin, ": unsupported operators (", missing.size(), "):", nodes_by_op(missing)));
   }
 
-  Ctx ctx(origin, opset);
+  Ctx ctx(origin, opset, options.memory_cap);
   std::map<std::string, const ::onnx::TensorProto*> inits;
   for (const ::onnx::TensorProto& t : gp.initializer()) inits[t.name()] = &t;
   for (const auto& [name, dims] : options.input_shapes) {
@@ -394,14 +449,18 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
       ir::DataType want = onnx_dtype(vi.type().tensor_type().elem_type(), what);
       ANVIL_CHECK(ops::from_dlpack(frozen->second.dtype()) == want, what, " is ", want,
                   ", but its constant value is ", ops::from_dlpack(frozen->second.dtype()));
+      ctx.check_size(what, {frozen->second.shape(), want}, true);
       ctx.env[vi.name()] = ctx.g.add_constant(vi.name(), frozen->second);
       continue;
     }
-    ctx.env[vi.name()] = ctx.g.add_input(vi.name(), input_type(origin, vi, options));
+    ops::TensorType type = input_type(origin, vi, options);
+    ctx.check_size(str(origin, ": input '", vi.name(), "'"), type, true);
+    ctx.env[vi.name()] = ctx.g.add_input(vi.name(), type);
   }
   for (const auto& [name, t] : inits) {
-    ctx.env[name] = ctx.g.add_constant(ctx.g.unique_name(name),
-                                       to_ndarray(*t, str(origin, ": initializer '", name, "'")));
+    std::string what = str(origin, ": initializer '", name, "'");
+    ctx.check_size(what, declared_type(*t, what), true);
+    ctx.env[name] = ctx.g.add_constant(ctx.g.unique_name(name), to_ndarray(*t, what));
   }
   convert_nodes(ctx, gp);
   for (const ::onnx::ValueInfoProto& vi : gp.output()) {
@@ -415,12 +474,24 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
 }  // namespace
 }  // namespace onnx_detail
 
+// Protobuf messages nested deeper than this do not parse (three levels per If branch).
+constexpr int kMaxProtoDepth = 600;
+
 graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& options,
                                const std::string& origin) {
   ::onnx::ModelProto model;
   ANVIL_CHECK(!bytes.empty(), origin, ": the file is empty, not an ONNX model");
-  ANVIL_CHECK(model.ParseFromString(bytes), origin,
-              ": not a valid ONNX model (the protobuf does not parse: truncated or not ONNX)");
+  // Protobuf's own nesting limit (100 levels, about 32 If branches within each other) raised, so
+  // that a deep model meets find_unsupported's clearer limit first.
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream in(&raw);
+  in.SetRecursionLimit(kMaxProtoDepth);
+  ANVIL_CHECK(bytes.size() < (size_t{1} << 31) && model.ParseFromCodedStream(&in) &&
+                  in.ConsumedEntireMessage(),
+              origin,
+              ": not a valid ONNX model (the protobuf does not parse: truncated, not ONNX, over "
+              "2 GiB, or nested more than ",
+              kMaxProtoDepth, " messages deep)");
   return onnx_detail::convert(model, options, origin);
 }
 

@@ -36,6 +36,11 @@ struct ImportOptions {
   // Inputs frozen to values known at compile time (they become graph constants, which lets
   // shape-like inputs such as Reshape's target shape fold). dtype must match the model's.
   std::map<std::string, runtime::NDArray> constant_inputs;
+  // The memory cap, in bytes: no one tensor of the model (an input, an initializer, a constant
+  // folded at import, a value a node computes) may take more, nor the inputs and constants
+  // together. A model that declares more is refused, naming the tensor, before anything that
+  // size is allocated.
+  int64_t memory_cap = int64_t{16} << 30;
 };
 
 // Imports the model in file `path`.

@@ -30,7 +30,8 @@ ir::DataType onnx_dtype(int32_t code, const std::string& what);
 // Conversion state: the graph being built, ONNX value names -> graph values, the opset.
 class Ctx {
  public:
-  Ctx(std::string origin, int64_t opset) : origin_(std::move(origin)), opset_(opset) {}
+  Ctx(std::string origin, int64_t opset, int64_t memory_cap)
+      : origin_(std::move(origin)), opset_(opset), memory_cap_(memory_cap) {}
 
   graph::Graph g;
   std::map<std::string, ValueId> env;
@@ -75,9 +76,16 @@ class Ctx {
   ValueId constant(const std::string& base, runtime::NDArray data);
   ValueId scalar_f32(const std::string& base, float v);
 
+  // Refuses a tensor of type `t`, named by `what`, that would take more than the memory cap
+  // (ImportOptions::memory_cap); a `held` one (an input or a constant) also when the inputs and
+  // constants would then take more together. Called before the tensor is allocated.
+  void check_size(const std::string& what, const ops::TensorType& t, bool held);
+
  private:
   std::string origin_;
   int64_t opset_;
+  int64_t memory_cap_;
+  int64_t held_bytes_ = 0;
   const ::onnx::NodeProto* node_ = nullptr;
   std::string name_;
 };
@@ -88,6 +96,9 @@ const std::map<std::string, MapFn>& op_table();
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);
+
+// The type a TensorProto declares (its dims and element type), before its data is read.
+ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& what);
 
 // Converts the nodes of `g` (the main graph, or a taken If branch) into ctx.
 void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& g);

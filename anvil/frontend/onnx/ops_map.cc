@@ -594,6 +594,7 @@ Vals map_constant_of_shape(Ctx& c) {
   } else {
     fill = runtime::NDArray::empty({1}, ops::to_dlpack(DataType::Float32()), true);
   }
+  c.check_size("output 0", {shape, ops::from_dlpack(fill.dtype())}, true);
   runtime::NDArray out = runtime::NDArray::empty(shape, fill.dtype());
   size_t elem = fill.nbytes();
   for (int64_t k = 0; k < out.numel(); ++k)
@@ -615,9 +616,11 @@ Vals map_if(Ctx& c) {
   const ::onnx::GraphProto& g = br->g();
   const ::onnx::NodeProto* node = &c.node();
   std::string name = c.name();
-  for (const ::onnx::TensorProto& t : g.initializer())
-    c.env[t.name()] = c.g.add_constant(c.g.unique_name(t.name()),
-                                       to_ndarray(t, "initializer '" + t.name() + "'"));
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    std::string what = "initializer '" + t.name() + "'";
+    c.check_size(what, declared_type(t, what), true);
+    c.env[t.name()] = c.g.add_constant(c.g.unique_name(t.name()), to_ndarray(t, what));
+  }
   convert_nodes(c, g);
   c.begin(node, name);
   Vals outs;
