@@ -481,16 +481,17 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& op
                                const std::string& origin) {
   ::onnx::ModelProto model;
   ANVIL_CHECK(!bytes.empty(), origin, ": the file is empty, not an ONNX model");
+  // Protobuf reads at most 2 GiB; larger models keep their weights in external files.
+  ANVIL_CHECK(bytes.size() < (size_t{1} << 31), origin, ": ", bytes.size(),
+              " bytes, over protobuf's 2 GiB (weights in external data files are not supported)");
   // Protobuf's own nesting limit (100 levels, about 32 If branches within each other) raised, so
   // that a deep model meets find_unsupported's clearer limit first.
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream in(&raw);
   in.SetRecursionLimit(kMaxProtoDepth);
-  ANVIL_CHECK(bytes.size() < (size_t{1} << 31) && model.ParseFromCodedStream(&in) &&
-                  in.ConsumedEntireMessage(),
-              origin,
-              ": not a valid ONNX model (the protobuf does not parse: truncated, not ONNX, over "
-              "2 GiB, or nested more than ",
+  ANVIL_CHECK(model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage(), origin,
+              ": not a valid ONNX model (the protobuf does not parse: truncated, not ONNX, or "
+              "nested more than ",
               kMaxProtoDepth, " messages deep)");
   return onnx_detail::convert(model, options, origin);
 }
