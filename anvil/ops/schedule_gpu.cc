@@ -122,6 +122,10 @@ te::IterVar bind_threads(te::Stage st, const std::vector<te::IterVar>& axes, int
   return thread;
 }
 
+int64_t gpu_default_threads(const Target& target) {
+  return std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block);
+}
+
 int64_t largest_divisor(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d)
     if (n % d == 0) return d;
@@ -274,7 +278,7 @@ void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,
 }
 
 ConfigSpace gpu_default_space(const std::vector<TensorType>&, const Attrs&, const Target& target) {
-  int64_t def = std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block);
+  int64_t def = gpu_default_threads(target);
   std::vector<int64_t> threads = {def};
   for (int64_t t : {64, 128, 256, 512, 1024})
     if (t != def && t <= target.max_threads_per_block) threads.push_back(t);
@@ -295,8 +299,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
     return std::any_of(outputs.begin(), outputs.end(),
                        [&](const te::Tensor& o) { return o.same_as(t); });
   };
-  int64_t threads =
-      knob(config, "threads", std::min<int64_t>(kThreadsPerBlock, target.max_threads_per_block));
+  int64_t threads = knob(config, "threads", gpu_default_threads(target));
   ANVIL_CHECK(threads >= 1 && threads <= target.max_threads_per_block,
               "default GPU schedule: threads ", threads, " is outside [1, ",
               target.max_threads_per_block, "] (the target's threads per block)");

@@ -24,6 +24,8 @@ namespace anvil::ops {
 // takes a cross-thread reduction, a block per output, ignores it).
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
                           const Target& target, const Config& config = {});
+// The threads per block of the default schedule's rule: min(256, the target's limit).
+int64_t gpu_default_threads(const Target& target);
 // The knobs of schedule_gpu_default, for the operators that take it as their tunable GPU
 // schedule (pooling, reductions and softmax, element-wise ops, the recurrent ops).
 ConfigSpace gpu_default_space(const std::vector<TensorType>& inputs, const Attrs& attrs,

@@ -23,7 +23,6 @@ namespace anvil::ops {
 
 namespace {
 
-constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kMaxKTile = 8;
 constexpr int64_t kMinChannels = 16;
 
@@ -65,7 +64,7 @@ void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs,
   using ir::MemoryScope;
   const te::Tensor out = outs[0];
   WinogradStages w = winograd_stages(s, outs);
-  int64_t threads = std::min(kThreadsPerBlock, target.max_threads_per_block);
+  int64_t threads = gpu_default_threads(target);
   int64_t m = shape_of(w.am)[0];
   // The transformed weight: the GEMM's other input.
   te::Tensor u;

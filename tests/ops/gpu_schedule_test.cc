@@ -206,22 +206,18 @@ TEST(GpuSchedule, TheDefaultScheduleIsTunable) {
   // Pooling, reductions and softmax, element-wise ops take the default GPU schedule with its
   // knobs: threads per block and outputs per thread, a block's width apart. Every point matches
   // the reference, with tails (no size here is a multiple of a block's outputs).
-  struct D {
-    std::string op;
-    std::vector<TensorType> types;
-    Attrs attrs;
-  };
-  std::vector<D> ds = {
+  std::vector<Case> ds = {
       {"max_pool2d",
        {{{1, 8, 13, 13}, f32}},
        Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{3, 3}},
                             {"strides", std::vector<int64_t>{2, 2}},
-                            {"pads", std::vector<int64_t>{1, 1, 1, 1}}})},
-      {"global_avg_pool2d", {{{1, 16, 7, 7}, f32}}, Attrs("global_avg_pool2d", {})},
-      {"softmax", {{{2, 1000}, f32}}, Attrs("softmax", {{"axis", int64_t{1}}})},
-      {"add", {{{3, 77}, f32}, {{77}, f32}}, Attrs("add", {})},
+                            {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+       9},
+      {"global_avg_pool2d", {{{1, 16, 7, 7}, f32}}, Attrs("global_avg_pool2d", {}), 49},
+      {"softmax", {{{2, 1000}, f32}}, Attrs("softmax", {{"axis", int64_t{1}}}), 1000},
+      {"add", {{{3, 77}, f32}, {{77}, f32}}, Attrs("add", {}), 1},
   };
-  for (const D& d : ds) {
+  for (const Case& d : ds) {
     SCOPED_TRACE(d.op);
     ConfigSpace space = space_for(lookup(d.op), d.types, d.attrs, kOpenCL);
     ASSERT_EQ(space.size(), 2u);
