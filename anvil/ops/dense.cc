@@ -159,7 +159,7 @@ Problem analyze(const std::string& op, const std::vector<TensorType>& in, const 
     ANVIL_CHECK(x == y || x == 1 || y == 1, op, ": batch dimensions of input '", a_name, "' ",
                 shape_str(a), " and input '", b_name, "' ", shape_str(b),
                 " do not broadcast (batch dimension ", i, ": ", x, " vs ", y, ")");
-    p.batch[i] = std::max(x, y);
+    p.batch[i] = x == 1 ? y : x;  // an empty dimension broadcasts to empty
   }
   if (in.size() == 3) {
     ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.N}, op, ": input 'bias' must have shape [",

@@ -56,7 +56,7 @@ std::vector<int64_t> broadcast_shape(const std::string& op, const std::vector<in
     int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
     ANVIL_CHECK(x == y || x == 1 || y == 1, op, ": shapes ", shape_string(a), " and ",
                 shape_string(b), " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")");
-    out[i] = std::max(x, y);
+    out[i] = x == 1 ? y : x;  // an empty dimension broadcasts to empty
   }
   return out;
 }

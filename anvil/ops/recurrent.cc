@@ -84,7 +84,8 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   int positions = r.lstm ? kNumInputs : kInitialH + 1;
   ANVIL_CHECK(attrs.has("hidden_size"), op, ": attribute 'hidden_size' is required");
   r.hidden = attrs.get_int("hidden_size");
-  ANVIL_CHECK(r.hidden >= 1, op, ": attribute 'hidden_size' must be >= 1, not ", r.hidden);
+  ANVIL_CHECK(r.hidden >= 1 && r.hidden < (int64_t{1} << 31), op,
+              ": attribute 'hidden_size' must be from 1 to 2^31 - 1, not ", r.hidden);
   r.direction = attrs.get_string("direction", "forward");
   ANVIL_CHECK(
       r.direction == "forward" || r.direction == "reverse" || r.direction == "bidirectional", op,

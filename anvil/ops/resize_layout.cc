@@ -134,6 +134,8 @@ struct ResizeSpec {
 // p / q == scale for small integers (denominator at most 1000, within float32 precision: ONNX
 // scales are float32, so 0.6 arrives as 0.60000002).
 std::pair<int64_t, int64_t> as_ratio(double scale) {
+  ANVIL_CHECK(scale > 0 && scale <= 1e6, "resize: attribute 'scales' has ", scale,
+              ", outside (0, 1e6]");
   for (int64_t q = 1; q <= 1000; ++q) {
     double p = std::round(scale * static_cast<double>(q));
     if (p >= 1 && std::abs(p - scale * static_cast<double>(q)) <= 1e-6 * p) {

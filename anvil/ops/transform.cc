@@ -47,6 +47,8 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
       ANVIL_CHECK(shape[i] > 0, op, ": attribute 'shape' ", shape_str(shape),
                   " has invalid dimension ", shape[i]);
     }
+    ANVIL_CHECK(shape[i] == 0 || known <= INT64_MAX / shape[i], op, ": attribute 'shape' ",
+                shape_str(shape), " has more elements than 64 bits count");
     known *= shape[i];
   }
   int64_t total = numel(in);
@@ -302,9 +304,12 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& in, const Attrs& at
     sizes = attrs.get_ints("split");
     int64_t total = 0;
     for (int64_t s : sizes) {
-      ANVIL_CHECK(s >= 0, "split: attribute 'split' ", shape_str(sizes),
-                  " has a negative size");  // 0: an empty output (references only)
-      total += s;
+      ANVIL_CHECK(s >= 0 && s <= dim, "split: attribute 'split' ", shape_str(sizes),
+                  " has a size outside [0, ", dim, "] (dimension ", axis, " of input ",
+                  shape_str(in), ")");  // 0: an empty output (references only)
+      total += s;                       // at most dim per entry: no overflow
+      ANVIL_CHECK(total <= dim, "split: attribute 'split' ", shape_str(sizes), " sums past ", dim,
+                  ", dimension ", axis, " of input ", shape_str(in));
     }
     ANVIL_CHECK(total == dim, "split: attribute 'split' ", shape_str(sizes), " sums to ", total,
                 ", but dimension ", axis, " of input ", shape_str(in), " is ", dim);
@@ -503,6 +508,8 @@ PadSpec pad_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
     int64_t b = pads[d], e = pads[d + rank];
     ANVIL_CHECK(b >= 0 && e >= 0, op, ": attribute 'pads' ", shape_str(pads),
                 " has a negative entry for axis ", d, " (cropping is not supported)");
+    ANVIL_CHECK(b < (int64_t{1} << 40) && e < (int64_t{1} << 40), op, ": attribute 'pads' ",
+                shape_str(pads), " pads axis ", d, " by more than 2^40");
     ANVIL_CHECK(s.mode != "reflect" || (b < in[d] && e < in[d]), op, ": attribute 'pads' ",
                 shape_str(pads), " pads axis ", d, " of size ", in[d], " by ", std::max(b, e),
                 " in mode 'reflect', which needs pads smaller than the dimension");
@@ -686,7 +693,7 @@ std::vector<int64_t> expand_shape(const std::vector<int64_t>& in, const Attrs& a
     ANVIL_CHECK(y >= 1 && (x == y || x == 1 || y == 1), "expand: attribute 'shape' ",
                 shape_str(shape), " does not broadcast with input ", shape_str(in), " (dimension ",
                 i, ": ", x, " vs ", y, ")");
-    out[i] = std::max(x, y);
+    out[i] = x == 1 ? y : x;  // an empty input dimension stays empty
   }
   return out;
 }
@@ -699,6 +706,9 @@ std::vector<int64_t> tile_shape(const std::vector<int64_t>& in, const Attrs& att
   for (size_t d = 0; d < in.size(); ++d) {
     ANVIL_CHECK(reps[d] >= 1, "tile: attribute 'repeats' ", shape_str(reps),
                 " has an entry below 1");
+    ANVIL_CHECK(in[d] == 0 || reps[d] <= INT64_MAX / in[d], "tile: attribute 'repeats' ",
+                shape_str(reps), " makes more elements of input ", shape_str(in),
+                " than 64 bits count");
     out.push_back(in[d] * reps[d]);
   }
   return out;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "anvil/graph/interpreter.h"
@@ -19,11 +20,54 @@ namespace {
 using namespace pt;
 using ops::Attrs;
 
+// `inputs` with every float32 array multiplied by `scale` (integer inputs, token ids, as they are).
+std::vector<runtime::NDArray> scaled(const std::vector<runtime::NDArray>& inputs, float scale) {
+  std::vector<runtime::NDArray> out;
+  for (const runtime::NDArray& a : inputs) {
+    if (ops::from_dlpack(a.dtype()) != f32) {
+      out.push_back(a);
+      continue;
+    }
+    runtime::NDArray b = runtime::NDArray::empty(a.shape(), a.dtype());
+    for (int64_t i = 0; i < a.numel(); ++i) b.data_as<float>()[i] = a.data_as<float>()[i] * scale;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// expect_close's check (max |got - want| <= 1e-4 max |want| per output), except that an output
+// that is the tanh of another output (`tanh_of`: its index -> its input's index) is held to its
+// input's bound: tanh is 1-Lipschitz, so an error e in its input moves it by at most e, while
+// large inputs saturate it to +-1 and shrink its own max |want| no further.
+void expect_close_through_tanh(const std::vector<runtime::NDArray>& got,
+                               const std::vector<runtime::NDArray>& want, const std::string& what,
+                               const std::map<size_t, size_t>& tanh_of) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  std::vector<double> max_want(want.size(), 0), max_err(want.size(), 0);
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape()) << what << " output " << o;
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      double w = want[o].data_as<float>()[i], g = got[o].data_as<float>()[i];
+      max_want[o] = std::max(max_want[o], std::abs(w));
+      max_err[o] = std::max(max_err[o], std::isnan(g) ? INFINITY : std::abs(g - w));
+    }
+  }
+  for (size_t o = 0; o < want.size(); ++o) {
+    auto it = tanh_of.find(o);
+    size_t bound_by = it == tanh_of.end() ? o : it->second;
+    EXPECT_LE(max_err[o], 1e-4 * max_want[bound_by])
+        << what << " output " << o << " (max |want| " << max_want[o] << ", bound by output "
+        << bound_by << ")";
+  }
+}
+
 // Builds g with fusion on and off (and, when `both_layouts`, with alter_layout off as well as on),
 // checks each against the interpreter and returns the kernel counts {fused, unfused} (with
-// alter_layout on).
+// alter_layout on). With `scales`, the default build (fused, NCHWc) is also checked on the inputs
+// scaled by each.
 std::pair<size_t, size_t> check_all(const Graph& g, const std::vector<runtime::NDArray>& inputs,
-                                    const std::string& what, bool both_layouts = true) {
+                                    const std::string& what, bool both_layouts = true,
+                                    const std::vector<float>& scales = {}) {
   std::vector<runtime::NDArray> want = interpret(g, inputs);
   size_t counts[2] = {0, 0};
   for (bool fuse : {true, false}) {
@@ -35,6 +79,10 @@ std::pair<size_t, size_t> check_all(const Graph& g, const std::vector<runtime::N
       CompiledGraph cg = CompiledGraph::build(g, Target::host(), opt);
       std::string tag = what + (fuse ? " fused" : " unfused") + (layout ? " nchwc" : " nchw");
       expect_close(cg.run(inputs), want, tag + "\n" + cg.summary());
+      for (float scale : fuse&& layout ? scales : std::vector<float>{}) {
+        std::vector<runtime::NDArray> x = scaled(inputs, scale);
+        expect_close(cg.run(x), interpret(g, x), tag + " on inputs x" + std::to_string(scale));
+      }
       if (layout) counts[fuse ? 0 : 1] = cg.num_kernels();
       // Every kernel got its operators' schedule (none fell back to the default loop nests).
       EXPECT_EQ(cg.summary().find("default loops"), std::string::npos) << tag << cg.summary();
@@ -44,10 +92,15 @@ std::pair<size_t, size_t> check_all(const Graph& g, const std::vector<runtime::N
 }
 
 // The small models in all four configurations; the large ones (seconds per build, and more in
-// the reference interpreter) with fusion on and off in the default layout, as the issue asks.
+// the reference interpreter) with fusion on and off in the default layout, as the issue asks. The
+// default build also runs on the inputs scaled by 1e-3 and 1e3, within the same tolerance.
 void check_model(const std::string& name, bool both_layouts = true) {
   Graph g = models::build_model(name);
-  auto [fused, unfused] = check_all(g, models::example_inputs(g), name, both_layouts);
+  // Scaled inputs: lstm_lm's input is token ids, which do not scale
+  // (ModelLstmLmOnScaledEmbeddings); dcgan's image saturates (ModelDcganOnScaledInputs).
+  std::vector<float> scales;
+  if (name != "lstm_lm" && name != "dcgan") scales = {1e-3f, 1e3f};
+  auto [fused, unfused] = check_all(g, models::example_inputs(g), name, both_layouts, scales);
   // lstm_lm's groups are opaque LSTMs and reshapes between them: nothing to fuse.
   if (name == "lstm_lm")
     EXPECT_EQ(fused, unfused) << name;
@@ -144,6 +197,38 @@ TEST(Build, ModelMobilenetV2) {
 
 TEST(Build, ModelLstmLm) {
   check_model("lstm_lm", false);
+}
+
+// dcgan on inputs scaled by 1e-3 and 1e3. Its image is the tanh of its last convolution, which
+// becomes a second output here: the image is held to that input's bound
+// (expect_close_through_tanh).
+TEST(Build, ModelDcganOnScaledInputs) {
+  Graph g = models::build_model("dcgan");
+  ASSERT_EQ(g.outputs().size(), 1u);
+  for (const Node& n : g.nodes())
+    if (n.op == "tanh" && n.outputs[0] == g.outputs()[0]) g.add_output(n.inputs[0]);
+  ASSERT_EQ(g.outputs().size(), 2u);
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  for (float scale : {1e-3f, 1e3f}) {
+    std::vector<runtime::NDArray> x = scaled(models::example_inputs(g), scale);
+    expect_close_through_tanh(cg.run(x), interpret(g, x),
+                              "dcgan on inputs x" + std::to_string(scale), {{0, 1}});
+  }
+}
+
+// lstm_lm's input is token ids: scaled inputs mean its embedding table (what the LSTMs read)
+// scaled by 1e-3 and 1e3, each built as `anvil compile` does and checked against the interpreter.
+TEST(Build, ModelLstmLmOnScaledEmbeddings) {
+  for (float scale : {1e-3f, 1e3f}) {
+    Graph g = models::build_model("lstm_lm");
+    const runtime::NDArray& table = g.value(g.find("encoder.weight")).data;
+    ASSERT_TRUE(table.defined());
+    for (int64_t i = 0; i < table.numel(); ++i) table.data_as<float>()[i] *= scale;
+    std::vector<runtime::NDArray> inputs = models::example_inputs(g);
+    CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+    expect_close(cg.run(inputs), interpret(g, inputs),
+                 "lstm_lm, embeddings x" + std::to_string(scale));
+  }
 }
 
 TEST(Build, InputErrorsAndConcurrentRuns) {

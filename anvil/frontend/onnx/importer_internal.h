@@ -54,6 +54,9 @@ class Ctx {
   const runtime::NDArray& const_in(int i, const char* what) const;
   std::vector<int64_t> ints_in(int i, const char* what) const;
   std::vector<double> floats_in(int i, const char* what) const;
+  // The one value of input i; an error naming `what` when it holds another number of values.
+  int64_t int_scalar_in(int i, const char* what) const;
+  double float_scalar_in(int i, const char* what) const;
   bool is_const(ValueId v) const { return g.value(v).kind == graph::ValueKind::kConstant; }
 
   // ---- attributes of the node

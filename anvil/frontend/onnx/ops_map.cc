@@ -31,6 +31,8 @@ ValueId legacy_broadcast(Ctx& c, ValueId b) {
   if (c.opset() >= 7 || c.attr_int("broadcast", 0) == 0 || !c.has_attr("axis")) return b;
   int64_t ra = rank_of(c, c.in(0)), rb = rank_of(c, b);
   int64_t axis = c.attr_int("axis", 0);
+  ANVIL_CHECK(axis >= -ra && axis <= ra, "attribute 'axis' = ", axis, " is outside [", -ra, ", ",
+              ra, "] for A ", ops::to_string(c.type(0)));
   if (axis < 0) axis += ra;
   int64_t trailing = ra - axis - rb;
   ANVIL_CHECK(axis >= 0 && trailing >= 0, "attribute 'axis' = ", c.attr_int("axis", 0),
@@ -42,14 +44,31 @@ ValueId legacy_broadcast(Ctx& c, ValueId b) {
   return c.emit1("reshape", A({{"shape", shape}}), {b});
 }
 
+// Attribute `name` of a convolution or pooling window: `count` values from `lo` to 2^31 - 1 (far
+// from overflowing the window arithmetic).
+void check_window_attr(const char* name, const std::vector<int64_t>& v, size_t count, int64_t lo) {
+  ANVIL_CHECK(v.size() == count, "attribute '", name, "' ", ops::list_str(v), " must have ", count,
+              " values");
+  for (int64_t x : v)
+    ANVIL_CHECK(x >= lo && x < (int64_t{1} << 31), "attribute '", name, "' ", ops::list_str(v),
+                " must hold values from ", lo, " to 2^31 - 1");
+}
+
 // The explicit pads (begin..., end...) of a convolution or pooling window from auto_pad.
 std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
                                  const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilations) {
   size_t n = in.size();
+  check_window_attr("kernel_shape", kernel, n, 1);
+  check_window_attr("strides", strides, n, 1);
+  check_window_attr("dilations", dilations, n, 1);
   std::string mode = c.attr_string("auto_pad", "NOTSET");
-  if (mode == "NOTSET") return c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (mode == "NOTSET") {
+    std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    check_window_attr("pads", pads, 2 * n, 0);
+    return pads;
+  }
   if (mode == "VALID") return std::vector<int64_t>(2 * n, 0);
   ANVIL_CHECK(mode == "SAME_UPPER" || mode == "SAME_LOWER", "attribute 'auto_pad' = '", mode,
               "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
@@ -99,13 +118,18 @@ Vals map_conv_transpose(Ctx& c) {
   std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> opad = c.attr_ints("output_padding", std::vector<int64_t>(n, 0));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  ANVIL_CHECK(strides.size() == n && dil.size() == n && opad.size() == n && pads.size() == 2 * n,
-              "attributes 'strides', 'dilations', 'output_padding' and 'pads' must have ", n, ", ",
-              n, ", ", n, " and ", 2 * n, " values");
+  check_window_attr("strides", strides, n, 1);
+  check_window_attr("dilations", dil, n, 1);
+  check_window_attr("output_padding", opad, n, 0);
+  check_window_attr("pads", pads, 2 * n, 0);
+  check_window_attr("kernel (W's spatial dimensions)",
+                    std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()), n, 1);
   std::string mode = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> out_shape = c.attr_ints("output_shape");
   if (!out_shape.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-    if (out_shape.size() > n) out_shape.erase(out_shape.begin(), out_shape.end() - n);
+    // output_shape: the spatial dimensions, or the whole shape.
+    if (out_shape.size() == rank) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+    if (!out_shape.empty()) check_window_attr("output_shape", out_shape, n, 1);
     for (size_t d = 0; d < n; ++d) {
       int64_t in = x.shape[2 + d];
       int64_t want = out_shape.empty() ? in * strides[d] : out_shape[d];
@@ -137,7 +161,10 @@ Vals map_gemm(Ctx& c) {
   int64_t ta = c.attr_int("transA", 0), tb = c.attr_int("transB", 0);
   double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
   bool has_c = c.has_in(2);
-  int64_t N = c.type(1).shape.at(tb ? 0 : 1);
+  for (int i : {0, 1})
+    ANVIL_CHECK(c.type(i).shape.size() == 2, "input ", i, " is ", ops::to_string(c.type(i)),
+                "; Gemm takes 2-D A and B");
+  int64_t N = c.type(1).shape[tb ? 0 : 1];
   if (!ta && tb && alpha == 1.0 &&
       (!has_c || (beta == 1.0 && c.type(2).shape == std::vector<int64_t>{N}))) {
     Vals ins{c.in(0), c.in(1)};
@@ -269,8 +296,8 @@ Vals map_clip(Ctx& c) {
     if (c.has_attr("min")) a["min"] = c.attr_float("min", 0);
     if (c.has_attr("max")) a["max"] = c.attr_float("max", 0);
   } else {
-    if (c.has_in(1)) a["min"] = c.floats_in(1, "min").at(0);
-    if (c.has_in(2)) a["max"] = c.floats_in(2, "max").at(0);
+    if (c.has_in(1)) a["min"] = c.float_scalar_in(1, "min");
+    if (c.has_in(2)) a["max"] = c.float_scalar_in(2, "max");
   }
   return {c.emit1("clip", A(a), {c.in(0)}, true)};
 }
@@ -393,7 +420,7 @@ Vals map_pad(Ctx& c) {
     value = c.attr_float("value", 0.0);
   } else {
     pads = c.ints_in(1, "pads");
-    if (c.has_in(2)) value = c.floats_in(2, "constant_value").at(0);
+    if (c.has_in(2)) value = c.float_scalar_in(2, "constant_value");
     if (c.has_in(3)) {
       std::vector<int64_t> axes = c.ints_in(3, "axes");
       int64_t r = rank_of(c, c.in(0));
@@ -416,7 +443,9 @@ Vals map_gather(Ctx& c) {
   if (c.is_const(idx)) {
     // Negative indices count from the end of the axis: normalized here, once.
     int64_t r = rank_of(c, c.in(0));
-    int64_t dim = c.type(0).shape.at(static_cast<size_t>(axis < 0 ? axis + r : axis));
+    ANVIL_CHECK(axis >= -r && axis < r, "attribute 'axis' = ", axis, " is outside [", -r, ", ", r,
+                ") for input ", ops::to_string(c.type(0)));
+    int64_t dim = c.type(0).shape[static_cast<size_t>(axis < 0 ? axis + r : axis)];
     runtime::NDArray a = c.g.value(idx).data;
     bool neg = false;
     std::vector<int64_t> v = c.ints_in(1, "indices");
@@ -432,7 +461,7 @@ Vals map_gather(Ctx& c) {
     // constant one is computed here; otherwise through indices [1] (then an error at squeeze).
     if (c.is_const(c.in(0)) && c.is_const(idx)) {
       const runtime::NDArray& data = c.g.value(c.in(0)).data;
-      int64_t i = c.ints_in(1, "indices").at(0);
+      int64_t i = c.int_scalar_in(1, "indices");
       int64_t n = data.numel();
       if (i < 0) i += n;
       ANVIL_CHECK(i >= 0 && i < n, "index ", i, " is out of range for data of ", n, " elements");
@@ -508,7 +537,9 @@ Vals map_rnn(Ctx& c, const std::string& op) {
   for (int i = 0; i < c.num_in(); ++i) {
     bool has = c.has_in(i);
     if (has && i == 4) {  // sequence_lens: only the full length of X, which changes nothing
-      int64_t seq = c.type(0).shape.at(0);
+      ANVIL_CHECK(c.type(0).shape.size() == 3, "input X is ", ops::to_string(c.type(0)),
+                  "; it must be 3-D [seq_length, batch_size, input_size]");
+      int64_t seq = c.type(0).shape[0];
       for (int64_t l : c.ints_in(4, "sequence_lens"))
         ANVIL_CHECK(l == seq, "input 'sequence_lens' must equal the sequence length ", seq,
                     ", got ", l);
@@ -636,7 +667,7 @@ Vals map_dropout(Ctx& c) {
   if (c.has_in(2)) {
     std::vector<double> t = c.floats_in(2, "training_mode");
     // Training with ratio 0 drops nothing: still the identity.
-    double ratio = c.has_in(1) ? c.floats_in(1, "ratio").at(0) : 0.5;
+    double ratio = c.has_in(1) ? c.float_scalar_in(1, "ratio") : 0.5;
     ANVIL_CHECK(t.empty() || t[0] == 0 || ratio == 0,
                 "training_mode = true with a non-zero ratio is not supported");
   }
