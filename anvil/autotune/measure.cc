@@ -552,18 +552,32 @@ void serve_measurements(std::istream& in, std::ostream& out, const KernelCall& c
 
 Measurer::Measurer(std::vector<std::string> command) : command_(std::move(command)) {}
 
+Worker& Measurer::worker() {
+  if (worker_ && worker_->alive()) return *worker_;
+  // A worker that does not start is no candidate's fault: an error, not a failed trial.
+  try {
+    worker_ = std::make_unique<Worker>("measurer", command_);
+  } catch (const std::exception& e) {
+    worker_.reset();
+    std::string command;
+    for (const std::string& word : command_) command += (command.empty() ? "" : " ") + word;
+    ANVIL_FAIL("the measure worker '", command, "' does not start: ", e.what());
+  }
+  return *worker_;
+}
+
 Measurement Measurer::measure(const Task& task, const ops::Config& config,
                               const MeasureOptions& options) {
+  Worker& w = worker();
   try {
-    if (!worker_ || !worker_->alive()) worker_ = std::make_unique<Worker>("measurer", command_);
-    nlohmann::json answer = worker_->request({{"op", "measure"},
-                                              {"task", task.to_json()},
-                                              {"target", task.target},
-                                              {"config", config_to_json(config)},
-                                              {"repeats", options.repeats},
-                                              {"min_repeat_ms", options.min_repeat_ms},
-                                              {"flush_caches", options.flush_caches}},
-                                             options.timeout_s);
+    nlohmann::json answer = w.request({{"op", "measure"},
+                                       {"task", task.to_json()},
+                                       {"target", task.target},
+                                       {"config", config_to_json(config)},
+                                       {"repeats", options.repeats},
+                                       {"min_repeat_ms", options.min_repeat_ms},
+                                       {"flush_caches", options.flush_caches}},
+                                      options.timeout_s);
     return measurement_from_json(answer);
   } catch (const std::exception& e) {
     worker_.reset();
@@ -575,21 +589,20 @@ std::vector<Measurement> Measurer::measure_batch(const Task& task,
                                                  const std::vector<ops::Config>& configs,
                                                  const MeasureOptions& options) {
   if (configs.empty()) return {};
+  Worker& w = worker();
   try {
-    if (!worker_ || !worker_->alive()) worker_ = std::make_unique<Worker>("measurer", command_);
     nlohmann::json configs_json = nlohmann::json::array();
     for (const ops::Config& c : configs) configs_json.push_back(config_to_json(c));
-    nlohmann::json answer =
-        worker_->request({{"op", "measure_batch"},
-                          {"task", task.to_json()},
-                          {"target", task.target},
-                          {"configs", configs_json},
-                          {"repeats", options.repeats},
-                          {"min_repeat_ms", options.min_repeat_ms},
-                          {"flush_caches", options.flush_caches},
-                          {"compile_jobs", options.compile_jobs},
-                          {"compile_timeout_s", options.timeout_s}},
-                         options.timeout_s * static_cast<double>(configs.size()));
+    nlohmann::json answer = w.request({{"op", "measure_batch"},
+                                       {"task", task.to_json()},
+                                       {"target", task.target},
+                                       {"configs", configs_json},
+                                       {"repeats", options.repeats},
+                                       {"min_repeat_ms", options.min_repeat_ms},
+                                       {"flush_caches", options.flush_caches},
+                                       {"compile_jobs", options.compile_jobs},
+                                       {"compile_timeout_s", options.timeout_s}},
+                                      options.timeout_s * static_cast<double>(configs.size()));
     const nlohmann::json& results = answer.at("results");
     ANVIL_CHECK(results.is_array() && results.size() == configs.size(), "measure_batch of ",
                 task.str(), ": the worker answered ", results.size(), " results for ",

@@ -101,11 +101,15 @@ class Measurer {
   // parallel (no candidate is timed while any compiles), then checks and times each in turn.
   // One Measurement per config, in order. The whole batch must answer within
   // options.timeout_s * configs.size(). A crash or a timeout fails only the candidate that caused
-  // it (the batch is retried one candidate at a time to find it), and the worker restarts.
+  // it (the batch is retried one candidate at a time to find it), and the worker restarts. A
+  // worker that does not start is an anvil::Error.
   std::vector<Measurement> measure_batch(const Task& task, const std::vector<ops::Config>& configs,
                                          const MeasureOptions& options);
 
  private:
+  // The running worker, started when there is none; throws anvil::Error when it does not start.
+  Worker& worker();
+
   std::vector<std::string> command_;
   std::unique_ptr<Worker> worker_;
 };

@@ -1,6 +1,7 @@
 #include "anvil/autotune/records.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,22 +134,53 @@ RecordFile read_records(const std::string& path) {
   return file;
 }
 
+namespace {
+
+// Cuts a torn last line (one without its newline) off the file open as `fd`: everything after the
+// last newline, or everything when there is none. Returns false when the file cannot be read or
+// cut.
+bool cut_torn_tail(int fd) {
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size <= 0) return size == 0;
+  char last = 0;
+  if (::pread(fd, &last, 1, size - 1) != 1) return false;
+  if (last == '\n') return true;
+  char buf[4096];
+  off_t end = size;  // the search runs backwards, one buffer at a time
+  while (end > 0) {
+    off_t begin = std::max<off_t>(0, end - static_cast<off_t>(sizeof buf));
+    ssize_t n = ::pread(fd, buf, static_cast<size_t>(end - begin), begin);
+    if (n != end - begin) return false;
+    for (ssize_t i = n - 1; i >= 0; --i)
+      if (buf[i] == '\n') return ::ftruncate(fd, begin + i + 1) == 0;
+    end = begin;
+  }
+  return ::ftruncate(fd, 0) == 0;
+}
+
+}  // namespace
+
 void append_record(const std::string& path, const Record& r) {
   const std::string line = r.to_json().dump() + "\n";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   ANVIL_CHECK(fd >= 0, "tuning records '", path, "': cannot open for appending (",
               std::strerror(errno), ")");
+  auto fail = [&](const char* what) {
+    int err = errno;
+    ::close(fd);
+    ANVIL_FAIL("tuning records '", path, "': cannot ", what, " (", std::strerror(err), ")");
+  };
+  // The lock ends with the process, so a killed tuner never holds it.
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) fail("lock the file");
+  if (!cut_torn_tail(fd)) fail("cut the torn last line");
   // One write of the whole line (O_APPEND): readers see all of it or a torn tail, never a
   // mixture of two records.
   size_t done = 0;
   while (done < line.size()) {
     ssize_t n = ::write(fd, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ANVIL_FAIL("tuning records '", path, "': cannot write (", std::strerror(err), ")");
-    }
+    if (n <= 0) fail("write");
     done += static_cast<size_t>(n);
   }
   ::fsync(fd);

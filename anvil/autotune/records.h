@@ -51,7 +51,9 @@ struct RecordFile {
 RecordFile read_records(const std::string& path);
 
 // Appends `r` to `path` (created when missing) as one line, flushed and synced before returning.
-// Throws anvil::Error naming the file when it cannot be written.
+// Appenders to one file take turns (an exclusive flock). A torn last line, left by a tuner killed
+// mid-write, is cut off first, so that a resumed run's records follow the whole ones. Throws
+// anvil::Error naming the file when it cannot be written.
 void append_record(const std::string& path, const Record& r);
 
 // The best configuration per task among records: the lowest median cost of the successful trials

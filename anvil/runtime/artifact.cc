@@ -134,6 +134,8 @@ DLDataType parse_dtype(const std::string& text, const std::string& what) {
 
 std::string serialize_safetensors(const std::vector<std::pair<std::string, NDArray>>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  // safetensors' metadata holds strings only.
+  header["__metadata__"] = {{"format", kParamsFormat}, {"version", std::to_string(kParamsVersion)}};
   uint64_t offset = 0;
   for (const auto& [name, array] : tensors) {
     const char* dtype = nullptr;
@@ -188,14 +190,20 @@ std::vector<std::pair<std::string, NDArray>> parse_safetensors(std::string_view 
       for (const DtypeName& x : kDtypeNames)
         if (dtype_name == x.name) d = &x;
       if (!d) fail("tensor '" + name + "' has unknown dtype '" + dtype_name + "'");
-      for (int64_t s : shape)
+      // The size in bytes, saturating, checked against the data before anything is allocated.
+      uint64_t nbytes = (d->dtype.bits + 7u) / 8u;
+      for (int64_t s : shape) {
         if (s < 0) fail("tensor '" + name + "' has a negative dimension in " + shape_str(shape));
-      NDArray a = NDArray::empty(shape, d->dtype);
+        uint64_t u = static_cast<uint64_t>(s);
+        nbytes = u != 0 && nbytes > UINT64_MAX / u ? UINT64_MAX : nbytes * u;
+      }
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data.size() ||
-          offsets[1] - offsets[0] != a.nbytes())
+          offsets[1] - offsets[0] != nbytes)
         fail("tensor '" + name + "' (" + dtype_name + shape_str(shape) + ", " +
-             std::to_string(a.nbytes()) + " bytes) has data_offsets outside the " +
-             std::to_string(data.size()) + " data bytes or of the wrong size");
+             (nbytes == UINT64_MAX ? std::string("over 2^64") : std::to_string(nbytes)) +
+             " bytes) has data_offsets outside the " + std::to_string(data.size()) +
+             " data bytes or of the wrong size");
+      NDArray a = NDArray::empty(shape, d->dtype);
       if (a.nbytes() > 0) std::memcpy(a.data(), data.data() + offsets[0], a.nbytes());
       found.push_back({offsets[0], {name, a}});
     } catch (const nlohmann::json::exception& e) {
@@ -207,6 +215,48 @@ std::vector<std::pair<std::string, NDArray>> parse_safetensors(std::string_view 
   std::vector<std::pair<std::string, NDArray>> out;
   for (auto& f : found) out.push_back(std::move(f.second));
   return out;
+}
+
+std::string params_file_mismatch(std::string_view bytes, uint64_t want_bytes,
+                                 uint64_t want_checksum) {
+  if (bytes.size() == want_bytes && artifact_checksum(bytes.data(), bytes.size()) == want_checksum)
+    return "";
+  const std::string sizes =
+      std::to_string(bytes.size()) + " bytes, the artifact expects " + std::to_string(want_bytes);
+  // A file cut short keeps the start of Anvil's header: its length, then the JSON's '{'.
+  const bool shorter = bytes.size() < want_bytes;
+  const std::string truncated = "truncated (" + sizes + ")";
+  const std::string foreign = "not a parameter file Anvil wrote (";
+  if (bytes.size() < 9) return shorter ? truncated : foreign + "shorter than a header)";
+  uint64_t n = read_u64(bytes.data());
+  if (n > bytes.size() - 8)
+    return shorter && bytes[8] == '{' ? truncated
+                                      : foreign + "its header length runs past the end)";
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n), nullptr, false);
+  if (header.is_discarded() || !header.is_object()) return foreign + "its header is not JSON)";
+  auto field = [&](const char* key) {
+    auto meta = header.find("__metadata__");
+    if (meta == header.end() || !meta->is_object()) return std::string();
+    auto f = meta->find(key);
+    return f != meta->end() && f->is_string() ? f->get<std::string>() : std::string();
+  };
+  if (field("format") != kParamsFormat)
+    return foreign + "a safetensors file without Anvil's metadata)";
+  std::string version = field("version");
+  if (version != std::to_string(kParamsVersion))
+    return "of parameter format version '" + version + "'; this runtime reads version " +
+           std::to_string(kParamsVersion);
+  // Cut short: its tensors' data runs past its end (another model's complete file does not).
+  uint64_t data_end = 0;
+  for (const auto& [name, entry] : header.items()) {
+    if (!entry.is_object() || !entry.contains("data_offsets")) continue;
+    const nlohmann::json& o = entry["data_offsets"];
+    if (o.is_array() && o.size() == 2 && o[1].is_number_unsigned())
+      data_end = std::max(data_end, o[1].get<uint64_t>());
+  }
+  if (shorter && data_end > bytes.size() - 8 - n) return truncated;
+  return "another model's parameters, or modified (" + sizes +
+         ", and the checksums differ): the file is from another compilation or corrupt";
 }
 
 }  // namespace anvil::runtime

@@ -39,6 +39,9 @@ constexpr char kArtifactMagic[8] = {'A', 'N', 'V', 'I', 'L', 'A', 'R', 'T'};
 constexpr uint32_t kArtifactVersion = 1;
 constexpr size_t kTrailerBytes = 64;
 constexpr uint32_t kSeparateParams = 1;
+// The safetensors metadata Anvil writes: {"format": "anvil-params", "version": "1"}.
+constexpr char kParamsFormat[] = "anvil-params";
+constexpr uint32_t kParamsVersion = 1;
 
 struct ArtifactTrailer {
   uint32_t version = kArtifactVersion;
@@ -58,13 +61,18 @@ std::string encode_trailer(const ArtifactTrailer& t);
 // throws ArtifactError naming `origin` and what is wrong.
 ArtifactTrailer decode_trailer(std::string_view file, const std::string& origin);
 
-// safetensors. Names keep the given order; dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16
-// U8 BOOL.
+// safetensors, with Anvil's metadata (kParamsFormat, kParamsVersion). Names keep the given order;
+// dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL.
 std::string serialize_safetensors(const std::vector<std::pair<std::string, NDArray>>& tensors);
 // Throws ArtifactError naming `origin` and the tensor for a malformed file (bad header length,
 // JSON that does not parse, unknown dtype, offsets out of range or inconsistent with the shape).
 std::vector<std::pair<std::string, NDArray>> parse_safetensors(std::string_view bytes,
                                                                const std::string& origin);
+// Why `bytes`, a separate parameter file, is not the one an artifact names (`want_bytes` and
+// `want_checksum`): "truncated (...)", "not a parameter file Anvil wrote (...)", "of parameter
+// format version ...", or another model's parameters. Empty when it is the one.
+std::string params_file_mismatch(std::string_view bytes, uint64_t want_bytes,
+                                 uint64_t want_checksum);
 
 // "float32" <-> DLDataType, as runtime::to_string prints it; nullopt-like failure: throws
 // ArtifactError naming `what`.

@@ -58,12 +58,10 @@ Model Model::load(const std::string& path) {
     std::string params_path =
         (std::filesystem::path(path).parent_path() / params_file.name).string();
     std::string bytes = read_file(params_path, "parameter file");
-    if (bytes.size() != params_file.bytes ||
-        artifact_checksum(bytes.data(), bytes.size()) != params_file.checksum)
-      throw ArtifactError("parameter file '" + params_path + "' (" + std::to_string(bytes.size()) +
-                          " bytes) does not match what '" + path + "' expects (" +
-                          std::to_string(params_file.bytes) +
-                          " bytes and its checksum): corrupt, or from another compilation");
+    std::string mismatch = params_file_mismatch(bytes, params_file.bytes, params_file.checksum);
+    if (!mismatch.empty())
+      throw ArtifactError("parameter file '" + params_path + "' does not match '" + path +
+                          "': " + mismatch);
     params = parse_safetensors(bytes, params_path);
   } else {
     if (!params_file.name.empty())

@@ -5,9 +5,12 @@
 #include "anvil/autotune/records.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -90,12 +93,61 @@ TEST_F(RecordsTest, ACutOffLastLineIsSkipped) {
   RecordFile f = read_records(file);
   EXPECT_EQ(f.records.size(), 1u);
   EXPECT_EQ(f.torn_lines, 1);
-  // Appending after the torn line starts a new line: the torn text stays a bad line in the
-  // middle, which is an error naming it (the file was damaged, not just cut).
-  std::ofstream(file, std::ios::app) << "\n";
+  // A resumed tuner's append cuts the torn line off first: the new record follows the whole one.
+  append_record(file, record(t, {}, {3e-6}));
+  f = read_records(file);
+  ASSERT_EQ(f.records.size(), 2u);
+  EXPECT_EQ(f.torn_lines, 0);
+  EXPECT_DOUBLE_EQ(f.records[1].cost(), 3e-6);
+  // The same for a file that holds nothing but a torn line.
+  const std::string only_torn = path("only_torn.json");
+  std::ofstream(only_torn) << text.substr(0, 40);
+  append_record(only_torn, record(t, {}, {4e-6}));
+  f = read_records(only_torn);
+  ASSERT_EQ(f.records.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.records[0].cost(), 4e-6);
+  // A bad line that ends with its newline is not torn: it stays, and reading names it (the file
+  // was damaged, not just cut).
+  std::ofstream(file, std::ios::app) << text.substr(0, 40) << "\n";
   append_record(file, record(t, {}, {2e-6}));
   std::string m = testing::user_error([&] { read_records(file); });
-  EXPECT_NE(m.find("torn.json', line 2: not JSON"), std::string::npos) << m;
+  EXPECT_NE(m.find("torn.json', line 3: not JSON"), std::string::npos) << m;
+}
+
+// The number of newlines in `file` (0 when it does not exist yet).
+size_t line_count(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return static_cast<size_t>(
+      std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+}
+
+TEST_F(RecordsTest, SurvivesATunerKilledWhileAppending) {
+  // A child process appends records as fast as it can until it is killed (SIGKILL), three times
+  // over one file: after each kill the file loads, and the next child's records follow.
+  Task t = dense_task();
+  const std::string file = path("killed.json");
+  size_t before = 0;
+  for (int round = 0; round < 3; ++round) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        for (int i = 1;; ++i) append_record(file, record(t, {}, {1e-6 * i}));
+      } catch (...) {
+        ::_exit(1);
+      }
+    }
+    for (int waited_ms = 0; waited_ms < 20000 && line_count(file) < before + 4; ++waited_ms)
+      ::usleep(1000);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child failed";
+    RecordFile f = read_records(file);
+    EXPECT_GE(f.records.size(), before + 4) << "round " << round;
+    EXPECT_LE(f.torn_lines, 1) << "round " << round;
+    before = f.records.size();
+  }
 }
 
 TEST_F(RecordsTest, BadLinesAreErrorsNamingTheLine) {

@@ -84,13 +84,14 @@ void expect_close(const std::vector<NDArray>& got, const std::vector<NDArray>& w
 }
 
 // conv -> bias -> relu -> conv, and a second output straight from the input: small enough to
-// compile in a moment, with parameters, arena values and an output that is a graph input.
-Graph small_graph() {
+// compile in a moment, with parameters, arena values and an output that is a graph input. Its
+// weights are drawn from `seed`.
+Graph small_graph(uint64_t seed = 1) {
   Graph g;
   ValueId x = g.add_input("x", {{1, 4, 8, 8}, f32});
-  ValueId w = g.add_constant("w", random_array({8, 4, 3, 3}, 1));
-  ValueId b = g.add_constant("b", random_array({1, 8, 1, 1}, 2));
-  ValueId w2 = g.add_constant("w2", random_array({4, 8, 1, 1}, 3));
+  ValueId w = g.add_constant("w", random_array({8, 4, 3, 3}, seed));
+  ValueId b = g.add_constant("b", random_array({1, 8, 1, 1}, seed + 1));
+  ValueId w2 = g.add_constant("w2", random_array({4, 8, 1, 1}, seed + 2));
   Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   ValueId c = g.add("conv", "conv2d", pads, {x, w});
   ValueId r = g.add("relu", "relu", Attrs(), {g.add("bias", "add", Attrs(), {c, b})});
@@ -188,6 +189,81 @@ TEST(Model, SeparateParameters) {
   EXPECT_THAT(load_error(s.path), HasSubstr("does not match"));
   fs::remove(params);
   EXPECT_THAT(load_error(s.path), HasSubstr("cannot open parameter file"));
+}
+
+TEST(Model, DamagedParameterFilesAreRefusedSayingHow) {
+  Saved s = save_small({.separate_params = true});
+  const fs::path params = s.dir / "small.safetensors";
+  const std::string good = read(params);
+  auto error_with = [&](const std::string& bytes) {
+    write(params, bytes);
+    return load_error(s.path);
+  };
+  // Cut short anywhere: in the header length, in the header, in the data.
+  for (size_t keep : {size_t{4}, size_t{20}, good.size() / 2, good.size() - 1}) {
+    EXPECT_THAT(error_with(good.substr(0, keep)),
+                HasSubstr("truncated (" + std::to_string(keep) + " bytes, the artifact expects " +
+                          std::to_string(good.size()) + ")"))
+        << keep;
+  }
+  // Foreign: not safetensors at all, and a safetensors file that Anvil did not write.
+  EXPECT_THAT(error_with(std::string(good.size(), 'x')),
+              HasSubstr("not a parameter file Anvil wrote (its header length runs past the end)"));
+  const std::string json = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string foreign(8, '\0');
+  foreign[0] = static_cast<char>(json.size());
+  foreign += json + std::string(8, '\0');
+  EXPECT_THAT(error_with(foreign),
+              HasSubstr("not a parameter file Anvil wrote (a safetensors file without Anvil's "
+                        "metadata)"));
+  // Another format version.
+  std::string v2 = good;
+  size_t at = v2.find("\"version\":\"1\"");
+  ASSERT_NE(at, std::string::npos);
+  v2[at + 11] = '2';
+  EXPECT_THAT(error_with(v2),
+              HasSubstr("of parameter format version '2'; this runtime reads version 1"));
+  // Another compilation of the model with other weights (the same size), another model's smaller
+  // file, and one changed byte of a weight.
+  const fs::path other = s.dir / "other";
+  fs::create_directories(other);
+  CompiledGraph::build(small_graph(11), Target::host(), graph::BuildOptions())
+      .save((other / "small.so").string(), {.separate_params = true});
+  Graph tiny;
+  ValueId x = tiny.add_input("x", {{3}, f32});
+  tiny.add_output(
+      tiny.add("sum", "add", Attrs(), {x, tiny.add_constant("c", random_array({3}, 4))}));
+  CompiledGraph::build(tiny, Target::host(), graph::BuildOptions())
+      .save((other / "tiny.so").string(), {.separate_params = true});
+  std::string flipped = good;
+  flipped[good.size() - 3] ^= 0x10;
+  for (const std::string& bytes :
+       {read(other / "small.safetensors"), read(other / "tiny.safetensors"), flipped}) {
+    EXPECT_THAT(error_with(bytes), HasSubstr("another model's parameters, or modified"));
+  }
+  // None of this touched the artifact: with its own file back, it loads and runs.
+  write(params, good);
+  expect_close(Model::load(s.path.string()).run(s.inputs), s.want, "restored");
+}
+
+TEST(Safetensors, HugeShapesAreRefusedBeforeAnythingIsAllocated) {
+  auto parse_error = [](const std::string& shape) {
+    std::string json = R"({"w":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,8]}})";
+    std::string bytes(8, '\0');
+    bytes[0] = static_cast<char>(json.size());
+    bytes += json + std::string(8, '\0');
+    try {
+      parse_safetensors(bytes, "huge.safetensors");
+    } catch (const ArtifactError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(parse_error("[1099511627776]"),
+              HasSubstr("tensor 'w' (F32[1099511627776], 4398046511104 bytes) has data_offsets "
+                        "outside the 8 data bytes"));
+  EXPECT_THAT(parse_error("[1099511627776, 1099511627776]"), HasSubstr("over 2^64 bytes"));
+  EXPECT_THAT(parse_error("[2]"), HasSubstr("no error"));
 }
 
 TEST(Model, CTargetArtifact) {
@@ -431,6 +507,63 @@ TEST(Model, CApi) {
   int not_a_stream = 0;
   EXPECT_EQ(AnvilModelRunOnStream(m, ins, 1, outs, 2, &not_a_stream), -1);
   EXPECT_THAT(AnvilGetLastError(), HasSubstr("runs on the CPU"));
+  AnvilModelFree(m);
+}
+
+TEST(Model, CApiRefusesBadTensorsAndKeepsWorking) {
+  Saved s = save_small();
+  AnvilModelHandle m = nullptr;
+  ASSERT_EQ(AnvilModelLoad(s.path.c_str(), &m), 0) << AnvilGetLastError();
+  std::vector<int64_t> shp = {1, 4, 8, 8};
+  // Inputs and outputs at odd addresses (one float past an aligned allocation): copied, not
+  // refused.
+  std::vector<float> in_buf(4 * 8 * 8 + 1), out0(4 * 8 * 8 + 1), out1(4 * 8 * 8 + 1);
+  std::memcpy(in_buf.data() + 1, s.inputs[0].data(), s.inputs[0].nbytes());
+  DLTensor in{in_buf.data() + 1, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  DLTensor o0{out0.data() + 1, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  DLTensor o1{out1.data() + 1, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, shp.data(), nullptr, 0};
+  DLTensor* outs[] = {&o0, &o1};
+  auto run_error = [&](const DLTensor& x) {
+    const DLTensor* ins[] = {&x};
+    EXPECT_EQ(AnvilModelRun(m, ins, 1, outs, 2), -1);
+    return std::string(AnvilGetLastError());
+  };
+  DLTensor bad = in;
+  bad.data = nullptr;
+  EXPECT_THAT(run_error(bad), HasSubstr("input 'x' has NULL data"));
+  bad = in;
+  bad.dtype = {kDLFloat, 64, 1};
+  EXPECT_THAT(run_error(bad), HasSubstr("input 'x': expected float32[1, 4, 8, 8], got float64["));
+  bad = in;
+  bad.shape = nullptr;
+  EXPECT_THAT(run_error(bad), HasSubstr("input 'x': expected float32[1, 4, 8, 8], got float32[]"));
+  bad = in;
+  bad.device = {kDLCUDA, 0};
+  EXPECT_THAT(run_error(bad), HasSubstr("input 'x' is on cuda:0, expected cpu"));
+  std::vector<int64_t> transposed = {256, 1, 32, 4};
+  bad = in;
+  bad.strides = transposed.data();
+  EXPECT_THAT(run_error(bad), HasSubstr("input 'x' is not compact row-major (strides)"));
+  const DLTensor* null_entry[] = {nullptr};
+  EXPECT_EQ(AnvilModelRun(m, null_entry, 1, outs, 2), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("input 'x' is NULL"));
+  EXPECT_EQ(AnvilModelRun(m, nullptr, 1, outs, 2), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("NULL input or output array"));
+  EXPECT_EQ(AnvilModelRun(nullptr, null_entry, 1, outs, 2), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("NULL model"));
+  DLTensor bad_out = o1;
+  bad_out.data = nullptr;
+  DLTensor* bad_outs[] = {&o0, &bad_out};
+  const DLTensor* ins[] = {&in};
+  EXPECT_EQ(AnvilModelRun(m, ins, 1, bad_outs, 2), -1);
+  EXPECT_THAT(AnvilGetLastError(), HasSubstr("output 'neg' has NULL data"));
+
+  // After every refusal the same model still runs, into unaligned outputs, correctly.
+  ASSERT_EQ(AnvilModelRun(m, ins, 1, outs, 2), 0) << AnvilGetLastError();
+  NDArray got0 = NDArray::empty(shp, dl_float32()), got1 = NDArray::empty(shp, dl_float32());
+  std::memcpy(got0.data(), out0.data() + 1, got0.nbytes());
+  std::memcpy(got1.data(), out1.data() + 1, got1.nbytes());
+  expect_close({got0, got1}, s.want, "C API after errors");
   AnvilModelFree(m);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "anvil/autotune/records.h"
@@ -104,6 +105,96 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
   const std::string all =
       std::to_string(kernels) + " of " + std::to_string(kernels) + " tunable kernels tuned\n";
   EXPECT_NE(c.out.find(all), std::string::npos) << c.out;
+}
+
+TEST_F(Cli, TuneKilledMidRunResumesFromItsRecords) {
+  // `anvil tune` killed (SIGKILL) once it has recorded a few trials: the records load. With a torn
+  // last line added, as a kill inside a write would leave it, a rerun cuts that line off, resumes
+  // and completes.
+  const std::string run = "cd '" + dir_->string() + "' && ('" + ANVIL_CLI_PATH +
+                          "' tune zoo:dqn --trials 50 --batch 2 --repeats 1 "
+                          "--tuning-records killed.json "
+                          "> killed.out 2>&1 & pid=$!; for i in $(seq 1200); do "
+                          "[ \"$(cat killed.json 2>/dev/null | wc -l)\" -ge 3 ] && break; "
+                          "sleep 0.1; done; kill -9 $pid; wait $pid; echo $? > killed.code)";
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  EXPECT_EQ(read(path("killed.code")), "137\n") << read(path("killed.out"));
+  autotune::RecordFile f = autotune::read_records(path("killed.json"));
+  ASSERT_GE(f.records.size(), 3u);
+  const size_t recorded = f.records.size();
+  const std::string text = read(path("killed.json"));
+  write(path("killed.json"), text + text.substr(0, text.find('\n') / 2));
+  EXPECT_EQ(autotune::read_records(path("killed.json")).torn_lines, 1);
+
+  // Four trials per task, in batches of two: the tasks the kill left unmeasured get theirs.
+  Result r = anvil("tune zoo:dqn --trials 4 --batch 2 --repeats 1 --tuning-records killed.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("already recorded"), std::string::npos) << r.out;
+  f = autotune::read_records(path("killed.json"));
+  EXPECT_EQ(f.torn_lines, 0);
+  EXPECT_GE(f.records.size(), recorded);
+  // The rerun recorded every task: the records tune every kernel of the model.
+  size_t kernels = 0;
+  for (const autotune::ModelTask& t :
+       autotune::extract_tasks(models::build_model("dqn"), Target::host(), {}))
+    kernels += t.kernels.size();
+  Result c = anvil("compile zoo:dqn --tuning-records killed.json -o killed.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string all =
+      std::to_string(kernels) + " of " + std::to_string(kernels) + " tunable kernels tuned\n";
+  EXPECT_NE(c.out.find(all), std::string::npos) << c.out;
+}
+
+TEST_F(Cli, TuneCompletesWithCrashingHangingAndWrongCandidates) {
+  // The measure worker replaced by one that crashes on one candidate in six, hangs on another one
+  // in six and corrupts the output of a third (chosen by a hash of the configuration, so the same
+  // ones misbehave after every restart). One candidate per batch: a hang costs one time limit.
+  // The run completes; every fault is a failed trial with its kind; the records then tune the
+  // model with measured points only.
+  const std::string worker = std::string(FAULT_WORKER_PATH) + " crash/6/0 hang/6/1 wrong/6/2";
+  Result r = anvil(
+      "tune zoo:dqn --trials 8 --batch 1 --repeats 1 --timeout 2 "
+      "--tuning-records faults.json --measure-worker '" +
+      worker + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  autotune::RecordFile f = autotune::read_records(path("faults.json"));
+  std::map<std::string, int> outcomes;
+  for (const autotune::Record& rec : f.records) {
+    if (rec.in_model) continue;
+    std::string kind = !rec.error ? "measured" : rec.error->substr(0, rec.error->find(':'));
+    ++outcomes[kind];
+    if (!rec.error) {
+      EXPECT_FALSE(rec.costs_s.empty());
+    }
+  }
+  EXPECT_GE(outcomes["crash"], 1) << r.out;
+  EXPECT_GE(outcomes["timeout"], 1) << r.out;
+  EXPECT_GE(outcomes["wrong result"], 1) << r.out;
+  EXPECT_GE(outcomes["measured"], 5) << r.out;
+  EXPECT_EQ(outcomes.size(), 4u) << "an unexpected kind of failure";
+  // Every task's best point is one that was measured, or the default (which stays when the
+  // in-model check finds no win, measured or not).
+  autotune::RecordBook book(f.records);
+  std::set<std::string> tasks;
+  for (const autotune::Record& rec : f.records) {
+    autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
+    if (!tasks.insert(t.key()).second) continue;
+    std::optional<ops::Config> best = book.best(t);
+    if (!best) continue;
+    bool measured = autotune::index_of(t.space(), *best) == 0;
+    for (const autotune::Record& other : f.records)
+      measured |= other.task == rec.task && other.config == *best && !other.error;
+    EXPECT_TRUE(measured) << t.str();
+  }
+  EXPECT_EQ(tasks.size(), 5u);
+  Result c = anvil("compile zoo:dqn --tuning-records faults.json -o faults.so");
+  EXPECT_EQ(c.code, 0) << c.err;
+
+  // A worker that cannot start is an error naming it, not a run of failed trials.
+  Result bad =
+      anvil("tune zoo:dqn --trials 2 --tuning-records none.json --measure-worker /no/such/worker");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("/no/such/worker"), std::string::npos) << bad.err;
 }
 
 TEST_F(Cli, TuneWithTheGeneticSearch) {

@@ -281,6 +281,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000));
+  t->add_option("--measure-worker", tune.measure_worker,
+                "The command that compiles and times candidates, words split at spaces (default: "
+                "this anvil's own worker; e.g. a wrapper that runs `anvil measure-worker` on "
+                "another machine)")
+      ->type_name("COMMAND");
   t->add_option(
        "--target", tune.target,
        "What to tune for: an llvm target for this CPU, or a GPU target measured on its device")

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "anvil/autotune/features.h"
 #include "anvil/autotune/measure.h"
@@ -419,11 +420,17 @@ void tune_command(const TuneOptions& o) {
   }
   std::fflush(stdout);
 
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) throw CliError(kRuntime, "cannot find the anvil executable for the measure worker");
-  exe[n] = '\0';
-  autotune::Measurer measurer({exe, "measure-worker"});
+  std::vector<std::string> worker;
+  std::istringstream words(o.measure_worker);
+  for (std::string w; words >> w;) worker.push_back(w);
+  if (worker.empty()) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) throw CliError(kRuntime, "cannot find the anvil executable for the measure worker");
+    exe[n] = '\0';
+    worker = {exe, "measure-worker"};
+  }
+  autotune::Measurer measurer(worker);
   autotune::MeasureOptions mo;
   mo.repeats = o.repeats;
   mo.timeout_s = o.timeout_s;

@@ -21,6 +21,7 @@ struct TuneOptions {
   int early_stopping = 48;     // a task stops after this many trials without a 1% gain (0: never)
   int batch = 8;               // candidates compiled together, then timed one by one
   std::string records;         // --tuning-records: read to resume, appended to
+  std::string measure_worker;  // the worker's command line (empty: `anvil measure-worker`)
 };
 void tune_command(const TuneOptions& options);
 
