@@ -559,9 +559,7 @@ Worker& Measurer::worker() {
     worker_ = std::make_unique<Worker>("measurer", command_);
   } catch (const std::exception& e) {
     worker_.reset();
-    std::string command;
-    for (const std::string& word : command_) command += (command.empty() ? "" : " ") + word;
-    ANVIL_FAIL("the measure worker '", command, "' does not start: ", e.what());
+    ANVIL_FAIL("the measure worker does not start (", e.what(), ")");
   }
   return *worker_;
 }

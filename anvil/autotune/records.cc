@@ -136,26 +136,33 @@ RecordFile read_records(const std::string& path) {
 
 namespace {
 
-// Cuts a torn last line (one without its newline) off the file open as `fd`: everything after the
-// last newline, or everything when there is none. Returns false when the file cannot be read or
-// cut.
-bool cut_torn_tail(int fd) {
+// Ends the file open as `fd` with a newline before a record is appended. A last line without its
+// newline is the torn write of a killed tuner when it does not parse (read_records skips it): it is
+// cut off. One that parses is a whole record someone wrote without a newline: it gets one. Returns
+// false when the file cannot be read or changed.
+bool end_last_line(int fd) {
   off_t size = ::lseek(fd, 0, SEEK_END);
   if (size <= 0) return size == 0;
   char last = 0;
   if (::pread(fd, &last, 1, size - 1) != 1) return false;
   if (last == '\n') return true;
+  // The last line's start: after the last newline (the search runs backwards a buffer at a time).
+  off_t start = 0;
   char buf[4096];
-  off_t end = size;  // the search runs backwards, one buffer at a time
-  while (end > 0) {
+  for (off_t end = size; end > 0 && start == 0;) {
     off_t begin = std::max<off_t>(0, end - static_cast<off_t>(sizeof buf));
     ssize_t n = ::pread(fd, buf, static_cast<size_t>(end - begin), begin);
     if (n != end - begin) return false;
-    for (ssize_t i = n - 1; i >= 0; --i)
-      if (buf[i] == '\n') return ::ftruncate(fd, begin + i + 1) == 0;
+    for (ssize_t i = n - 1; i >= 0 && start == 0; --i)
+      if (buf[i] == '\n') start = begin + i + 1;
     end = begin;
   }
-  return ::ftruncate(fd, 0) == 0;
+  std::string line(static_cast<size_t>(size - start), '\0');
+  if (::pread(fd, line.data(), line.size(), start) != static_cast<ssize_t>(line.size()))
+    return false;
+  if (nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false).is_discarded())
+    return ::ftruncate(fd, start) == 0;
+  return ::write(fd, "\n", 1) == 1;
 }
 
 }  // namespace
@@ -170,10 +177,13 @@ void append_record(const std::string& path, const Record& r) {
     ::close(fd);
     ANVIL_FAIL("tuning records '", path, "': cannot ", what, " (", std::strerror(err), ")");
   };
-  // The lock ends with the process, so a killed tuner never holds it.
-  while (::flock(fd, LOCK_EX) != 0)
+  // The lock ends with the process, so a killed tuner never holds it. File systems without locks
+  // (some NFS and FUSE mounts) append unlocked, as before there was a lock.
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == ENOLCK || errno == EOPNOTSUPP) break;
     if (errno != EINTR) fail("lock the file");
-  if (!cut_torn_tail(fd)) fail("cut the torn last line");
+  }
+  if (!end_last_line(fd)) fail("end the last line");
   // One write of the whole line (O_APPEND): readers see all of it or a torn tail, never a
   // mixture of two records.
   size_t done = 0;

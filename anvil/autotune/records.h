@@ -52,8 +52,9 @@ RecordFile read_records(const std::string& path);
 
 // Appends `r` to `path` (created when missing) as one line, flushed and synced before returning.
 // Appenders to one file take turns (an exclusive flock). A torn last line, left by a tuner killed
-// mid-write, is cut off first, so that a resumed run's records follow the whole ones. Throws
-// anvil::Error naming the file when it cannot be written.
+// mid-write (no newline, not JSON), is cut off first, so that a resumed run's records follow the
+// whole ones; a whole record missing only its newline gets one. Throws anvil::Error naming the
+// file when it cannot be written.
 void append_record(const std::string& path, const Record& r);
 
 // The best configuration per task among records: the lowest median cost of the successful trials

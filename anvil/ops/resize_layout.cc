@@ -187,6 +187,11 @@ ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
               op, ": attribute 'nearest_mode' = '", s.nearest,
               "' is not round_prefer_floor, round_prefer_ceil, floor or ceil");
   ANVIL_CHECK(in.size() == 4, op, ": input ", shape_str(in), " is not NCHW (rank 4)");
+  // Spatial lengths up to 2^20 keep the coordinate arithmetic below (products of an input length,
+  // an output length and a ratio term) inside 64 bits; the result must fit 32 bits anyway.
+  constexpr int64_t kMaxLength = int64_t{1} << 20;
+  ANVIL_CHECK(in[2] <= kMaxLength && in[3] <= kMaxLength, op, ": input ", shape_str(in),
+              " is longer than 2^20 in H or W");
   ANVIL_CHECK(attrs.has("sizes") != attrs.has("scales"), op,
               ": needs exactly one of the attributes 'sizes' and 'scales'");
   int64_t out_h = 0, out_w = 0, ph = 0, qh = 0, pw = 0, qw = 0;
@@ -200,6 +205,8 @@ ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
       sizes = {sizes[2], sizes[3]};
     }
     ANVIL_CHECK(sizes[0] >= 1 && sizes[1] >= 1, op, ": attribute 'sizes' has an entry below 1");
+    ANVIL_CHECK(sizes[0] <= kMaxLength && sizes[1] <= kMaxLength, op, ": attribute 'sizes' ",
+                shape_str(sizes), " is longer than 2^20 in H or W");
     out_h = sizes[0], out_w = sizes[1];
     ph = out_h, qh = in[2], pw = out_w, qw = in[3];
   } else {
@@ -229,6 +236,8 @@ ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
     ANVIL_CHECK(out_h >= 1 && out_w >= 1, op, ": attribute 'scales' gives an empty output for ",
                 "input ", shape_str(in));
   }
+  ANVIL_CHECK(out_h <= kMaxLength && out_w <= kMaxLength, op, ": output ", out_h, "x", out_w,
+              " is longer than 2^20 in H or W");
   s.h = axis_map(s.coord, in[2], out_h, ph, qh);
   s.w = axis_map(s.coord, in[3], out_w, pw, qw);
   for (const AxisMap& m : {s.h, s.w}) {

@@ -203,7 +203,12 @@ std::vector<std::pair<std::string, NDArray>> parse_safetensors(std::string_view 
              (nbytes == UINT64_MAX ? std::string("over 2^64") : std::to_string(nbytes)) +
              " bytes) has data_offsets outside the " + std::to_string(data.size()) +
              " data bytes or of the wrong size");
-      NDArray a = NDArray::empty(shape, d->dtype);
+      NDArray a;
+      try {
+        a = NDArray::empty(shape, d->dtype);
+      } catch (const std::exception& e) {  // an empty tensor with absurd other dimensions
+        fail("tensor '" + name + "' (" + dtype_name + shape_str(shape) + "): " + e.what());
+      }
       if (a.nbytes() > 0) std::memcpy(a.data(), data.data() + offsets[0], a.nbytes());
       found.push_back({offsets[0], {name, a}});
     } catch (const nlohmann::json::exception& e) {
@@ -241,7 +246,9 @@ std::string params_file_mismatch(std::string_view bytes, uint64_t want_bytes,
     return f != meta->end() && f->is_string() ? f->get<std::string>() : std::string();
   };
   if (field("format") != kParamsFormat)
-    return foreign + "a safetensors file without Anvil's metadata)";
+    return foreign +
+           "a safetensors file without Anvil's metadata: another tool's, or an older "
+           "Anvil's)";
   std::string version = field("version");
   if (version != std::to_string(kParamsVersion))
     return "of parameter format version '" + version + "'; this runtime reads version " +

@@ -44,8 +44,16 @@ Fault parse(const std::string& arg) {
       std::cerr << "fault_worker: '" << f.kind << "' is not FAULT/N/R\n";
       std::exit(2);
     }
-    f.modulus = std::stoull(f.kind.substr(slash + 1, second - slash - 1));
-    f.residue = std::stoull(f.kind.substr(second + 1));
+    try {
+      f.modulus = std::stoull(f.kind.substr(slash + 1, second - slash - 1));
+      f.residue = std::stoull(f.kind.substr(second + 1));
+    } catch (const std::exception&) {
+      f.modulus = 0;
+    }
+    if (f.modulus == 0 || f.residue >= f.modulus) {
+      std::cerr << "fault_worker: '" << f.kind << "' is not FAULT/N/R with N >= 1 and R < N\n";
+      std::exit(2);
+    }
     f.kind = f.kind.substr(0, slash);
   }
   if (colon == std::string::npos) return f;

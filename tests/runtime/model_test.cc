@@ -215,7 +215,7 @@ TEST(Model, DamagedParameterFilesAreRefusedSayingHow) {
   foreign += json + std::string(8, '\0');
   EXPECT_THAT(error_with(foreign),
               HasSubstr("not a parameter file Anvil wrote (a safetensors file without Anvil's "
-                        "metadata)"));
+                        "metadata: another tool's, or an older Anvil's)"));
   // Another format version.
   std::string v2 = good;
   size_t at = v2.find("\"version\":\"1\"");

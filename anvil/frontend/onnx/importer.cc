@@ -354,6 +354,8 @@ void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& gp) {
       throw;
     } catch (const Error& e) {
       throw Error(str(ctx.origin(), ": node '", name, "' (", node.op_type(), "): ", e.what()));
+    } catch (const std::bad_alloc&) {
+      throw;  // out of memory: not a bug in the mapping
     } catch (const std::exception& e) {
       // A check missing from a mapping or a shape rule: a bug, reported as one, with the node.
       throw InternalError(str(ctx.origin(), ": node '", name, "' (", node.op_type(),

@@ -44,29 +44,29 @@ ValueId legacy_broadcast(Ctx& c, ValueId b) {
   return c.emit1("reshape", A({{"shape", shape}}), {b});
 }
 
-// Attribute `name` of a convolution or pooling window: `count` values from `lo` to 2^31 - 1 (far
-// from overflowing the window arithmetic).
+// Attribute `name` of a convolution or pooling window (or the spatial dimensions it slides over):
+// `count` values from `lo` to 2^31 - 1, far from overflowing the window arithmetic.
 void check_window_attr(const char* name, const std::vector<int64_t>& v, size_t count, int64_t lo) {
-  ANVIL_CHECK(v.size() == count, "attribute '", name, "' ", ops::list_str(v), " must have ", count,
-              " values");
+  ANVIL_CHECK(v.size() == count, name, " ", ops::list_str(v), " must have ", count, " values");
   for (int64_t x : v)
-    ANVIL_CHECK(x >= lo && x < (int64_t{1} << 31), "attribute '", name, "' ", ops::list_str(v),
+    ANVIL_CHECK(x >= lo && x < (int64_t{1} << 31), name, " ", ops::list_str(v),
                 " must hold values from ", lo, " to 2^31 - 1");
 }
 
 // The explicit pads (begin..., end...) of a convolution or pooling window from auto_pad.
 std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
-                                 const std::vector<int64_t>& kernel,
+                                 const char* kernel_name, const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilations) {
   size_t n = in.size();
-  check_window_attr("kernel_shape", kernel, n, 1);
-  check_window_attr("strides", strides, n, 1);
-  check_window_attr("dilations", dilations, n, 1);
+  check_window_attr("X's spatial dimensions", in, n, 0);
+  check_window_attr(kernel_name, kernel, n, 1);
+  check_window_attr("attribute 'strides'", strides, n, 1);
+  check_window_attr("attribute 'dilations'", dilations, n, 1);
   std::string mode = c.attr_string("auto_pad", "NOTSET");
   if (mode == "NOTSET") {
     std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-    check_window_attr("pads", pads, 2 * n, 0);
+    check_window_attr("attribute 'pads'", pads, 2 * n, 0);
     return pads;
   }
   if (mode == "VALID") return std::vector<int64_t>(2 * n, 0);
@@ -98,7 +98,7 @@ Vals map_conv(Ctx& c) {
   std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   AttrMap a{{"strides", strides},
             {"dilations", dil},
-            {"pads", window_pads(c, in, kernel, strides, dil)},
+            {"pads", window_pads(c, in, "kernel (W's spatial dimensions)", kernel, strides, dil)},
             {"group", c.attr_int("group", 1)}};
   Vals ins{c.in(0), c.in(1)};
   if (c.has_in(2)) ins.push_back(c.in(2));
@@ -118,18 +118,20 @@ Vals map_conv_transpose(Ctx& c) {
   std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> opad = c.attr_ints("output_padding", std::vector<int64_t>(n, 0));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  check_window_attr("strides", strides, n, 1);
-  check_window_attr("dilations", dil, n, 1);
-  check_window_attr("output_padding", opad, n, 0);
-  check_window_attr("pads", pads, 2 * n, 0);
+  check_window_attr("attribute 'strides'", strides, n, 1);
+  check_window_attr("attribute 'dilations'", dil, n, 1);
+  check_window_attr("attribute 'output_padding'", opad, n, 0);
+  check_window_attr("attribute 'pads'", pads, 2 * n, 0);
   check_window_attr("kernel (W's spatial dimensions)",
                     std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()), n, 1);
+  check_window_attr("X's spatial dimensions",
+                    std::vector<int64_t>(x.shape.begin() + 2, x.shape.end()), n, 0);
   std::string mode = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> out_shape = c.attr_ints("output_shape");
   if (!out_shape.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
     // output_shape: the spatial dimensions, or the whole shape.
     if (out_shape.size() == rank) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
-    if (!out_shape.empty()) check_window_attr("output_shape", out_shape, n, 1);
+    if (!out_shape.empty()) check_window_attr("attribute 'output_shape'", out_shape, n, 1);
     for (size_t d = 0; d < n; ++d) {
       int64_t in = x.shape[2 + d];
       int64_t want = out_shape.empty() ? in * strides[d] : out_shape[d];
@@ -256,7 +258,7 @@ Vals map_pool(Ctx& c, const std::string& op, bool is_avg) {
   ANVIL_CHECK(k.size() == n, "attribute 'kernel_shape' must have ", n, " values");
   std::vector<int64_t> s = c.attr_ints("strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> d = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
-  std::vector<int64_t> p = window_pads(c, in, k, s, d);
+  std::vector<int64_t> p = window_pads(c, in, "attribute 'kernel_shape'", k, s, d);
   if (n == 1) {
     x = c.emit1("unsqueeze", A({{"axes", std::vector<int64_t>{2}}}), {x});
     k.insert(k.begin(), 1), s.insert(s.begin(), 1), d.insert(d.begin(), 1);
@@ -423,13 +425,15 @@ Vals map_pad(Ctx& c) {
     if (c.has_in(2)) value = c.float_scalar_in(2, "constant_value");
     if (c.has_in(3)) {
       std::vector<int64_t> axes = c.ints_in(3, "axes");
+      ANVIL_CHECK(pads.size() == 2 * axes.size(), "input 'pads' has ", pads.size(),
+                  " values; with ", axes.size(), " axes it needs ", 2 * axes.size());
       int64_t r = rank_of(c, c.in(0));
       std::vector<int64_t> full(static_cast<size_t>(2 * r), 0);
       for (size_t k = 0; k < axes.size(); ++k) {
         int64_t d = axes[k] < 0 ? axes[k] + r : axes[k];
         ANVIL_CHECK(d >= 0 && d < r, "input 'axes' has ", axes[k], ", out of range for rank ", r);
-        full[static_cast<size_t>(d)] = pads.at(k);
-        full[static_cast<size_t>(d + r)] = pads.at(k + axes.size());
+        full[static_cast<size_t>(d)] = pads[k];
+        full[static_cast<size_t>(d + r)] = pads[k + axes.size()];
       }
       pads = full;
     }
