@@ -11,6 +11,7 @@
 #include "anvil/autotune/task.h"
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
+#include "anvil/runtime/device_api.h"
 #include "tools/anvil/bench_report.h"
 #include "tools/cli_fixture.h"
 
@@ -86,6 +87,59 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
     EXPECT_NE((*row)["note"].get<std::string>().find(note), std::string::npos) << (*row)["note"];
     EXPECT_GT((*row)["anvil_ms"].get<double>(), 0);  // Anvil alone
   }
+}
+
+// On a GPU target the model runs on the device (here OpenCL on PoCL, this CPU as the device): the
+// GPU baselines by default, one row per baseline whatever --threads says, the device's name in the
+// summary, no fraction of a CPU peak, and with --profile every kernel's median time, slowest
+// first. torch_eager_cuda is the reference interpreter here; torch_cuda_graph is PyTorch's worker,
+// which cannot run (no CUDA device, or no PyTorch), and its row says so.
+TEST_F(Cli, BenchOnAGpuTargetRunsTheModelOnTheDevice) {
+  Result r =
+      anvil("bench zoo:dqn --target opencl --threads 1,2 --runs 2 --block 1 --warmup 1 --profile " +
+            worker("torch_eager_cuda") + " --summary-json gpu.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("on the GPU"), std::string::npos) << r.out;
+  json summary = read_json(path("gpu.json"));
+  ASSERT_TRUE(summary.is_object()) << read(path("gpu.json"));
+  EXPECT_FALSE(summary["machine"]["gpu"].get<std::string>().empty());
+  ASSERT_EQ(summary["rows"].size(), 2u);
+  const json* eager = find_row(summary, "torch_eager_cuda");
+  ASSERT_NE(eager, nullptr);
+  EXPECT_GT((*eager)["baseline_ms"].get<double>(), 0) << *eager;
+  EXPECT_GT((*eager)["anvil_ms"].get<double>(), 0);
+  EXPECT_TRUE((*eager)["peak_fraction"].is_null());
+  const json* replay = find_row(summary, "torch_cuda_graph");
+  ASSERT_NE(replay, nullptr);
+  EXPECT_FALSE(replay->contains("baseline_ms"));
+  EXPECT_FALSE((*replay)["note"].get<std::string>().empty());
+
+  ASSERT_EQ(summary["profiles"].size(), 1u);
+  const json& profile = summary["profiles"][0];
+  EXPECT_EQ(profile["name"], "dqn");
+  EXPECT_EQ(profile["threads"], 0);
+  const json& kernels = profile["kernels"];
+  ASSERT_GE(kernels.size(), 3u);  // dqn: three convolutions, two dense layers
+  double total_flops = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const double ms = kernels[i]["ms"];
+    EXPECT_GT(ms, 0);
+    if (i > 0) {
+      EXPECT_LE(ms, kernels[i - 1]["ms"].get<double>());
+    }
+    if (!kernels[i]["gflops"].is_null())
+      total_flops += kernels[i]["gflops"].get<double>() * ms * 1e6;
+  }
+  // The kernels count the model's FLOPs between them (GFLOP/s x ms gives them back).
+  const double flops = graph::graph_flops(models::build_model("dqn"));
+  EXPECT_NEAR(total_flops, flops, 0.05 * flops);
+}
+
+// Without a CUDA device, a CUDA bench says so before compiling anything.
+TEST_F(Cli, BenchOnCudaWithoutADeviceSaysWhy) {
+  if (runtime::Device::available(kDLCUDA)) GTEST_SKIP() << "this machine has a CUDA device";
+  expect_error("bench zoo:dqn --target cuda --runs 1 --block 1", 4,
+               {"--target 'cuda'", "no device to run on"});
 }
 
 TEST_F(Cli, BenchRefusesBadArguments) {

@@ -145,6 +145,25 @@ TEST(CliArgs, ProfileTable) {
             "peak: 1.0 GFLOP/s per core x 2 threads (measured: avx2+fma fused multiply-adds)");
 }
 
+// A GPU model's profile (threads 0): no thread count, no peak, no fraction of one.
+TEST(CliArgs, ProfileTableOnTheGpu) {
+  std::vector<runtime::KernelProfile> kernels = {{"fused_0_conv2d", "'c' (conv2d)", 2e-3, 8e9},
+                                                 {"fused_1_flatten", "'f' (flatten)", 1e-3, 0}};
+  std::string table = profile_table(kernels, 5, 0, PeakFlops{});
+  std::istringstream in(table);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << table;
+  EXPECT_EQ(lines[0],
+            "profile: median of 5 runs after 1 warm-up, on the GPU (each call waited for alone)");
+  // 8 GFLOP in 2 ms: 4000 GFLOP/s, with no fraction of a peak.
+  EXPECT_NE(lines[2].find("2.000    66.7%    4000.0        -  fused_0_conv2d"), std::string::npos)
+      << lines[2];
+  EXPECT_NE(lines[4].find("3.000   100.0%    2666.7        -  total"), std::string::npos)
+      << lines[4];
+  EXPECT_EQ(table.find("peak:"), std::string::npos) << table;
+}
+
 // ---- the executable
 
 TEST_F(Cli, HelpSucceeds) {

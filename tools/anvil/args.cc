@@ -159,18 +159,27 @@ std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs,
     while (!out.empty() && out.back() == ' ') out.pop_back();
     out += "\n";
   };
-  std::snprintf(line, sizeof line, "profile: median of %d runs after 1 warm-up, %d %s\n", runs,
-                threads, threads == 1 ? "thread" : "threads");
+  if (threads > 0)
+    std::snprintf(line, sizeof line, "profile: median of %d runs after 1 warm-up, %d %s\n", runs,
+                  threads, threads == 1 ? "thread" : "threads");
+  else
+    std::snprintf(line, sizeof line,
+                  "profile: median of %d runs after 1 warm-up, on the GPU (each call waited "
+                  "for alone)\n",
+                  runs);
   out += line;
   std::snprintf(line, sizeof line, "%10s %8s %9s %8s  %-*s  %s\n", "time (ms)", "share", "GFLOP/s",
                 "of peak", static_cast<int>(width), "kernel", "nodes");
   out += line;
   for (const runtime::KernelProfile& k : kernels) row(k.median_seconds, k.flops, k.kernel, k.nodes);
   row(total_s, total_flops, "total", "(" + std::to_string(kernels.size()) + " kernels)");
-  std::snprintf(
-      line, sizeof line, "peak: %.1f GFLOP/s per core x %d %s (measured: %s fused multiply-adds)\n",
-      peak.gflops_per_core, threads, threads == 1 ? "thread" : "threads", peak.isa.c_str());
-  out += line;
+  if (peak_gflops > 0) {
+    std::snprintf(line, sizeof line,
+                  "peak: %.1f GFLOP/s per core x %d %s (measured: %s fused multiply-adds)\n",
+                  peak.gflops_per_core, threads, threads == 1 ? "thread" : "threads",
+                  peak.isa.c_str());
+    out += line;
+  }
   return out;
 }
 

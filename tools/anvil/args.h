@@ -95,7 +95,8 @@ LatencyStats latency_stats(std::vector<double> ms);
 
 // The table of `anvil run --profile`: one row per kernel, slowest first, with its median time,
 // share of the total, GFLOP/s and fraction of the peak of `threads` cores ("-" for a kernel that
-// counts no FLOPs: data movement), the total, and the peak it was compared with.
+// counts no FLOPs: data movement), the total, and the peak it was compared with. `threads` 0: a GPU
+// model's kernels (no thread count, no peak).
 std::string profile_table(std::vector<runtime::KernelProfile> kernels, int runs, int threads,
                           const PeakFlops& peak);
 

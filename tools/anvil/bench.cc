@@ -21,6 +21,7 @@
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
 #include "anvil/support/worker.h"
@@ -60,11 +61,16 @@ std::map<std::string, std::vector<std::string>> worker_commands(const BenchOptio
   std::string deps = o.deps_dir;
   if (deps.empty() && std::getenv("ANVIL_BENCH_DEPS")) deps = std::getenv("ANVIL_BENCH_DEPS");
   if (deps.empty()) deps = (exe_dir().parent_path() / "bench-deps").string();
+  // Debian's python3-torch is under /usr/bin/python3; elsewhere $ANVIL_BENCH_PYTHON names one.
+  const char* env_python = std::getenv("ANVIL_BENCH_PYTHON");
+  const std::string python = env_python && *env_python ? env_python : "/usr/bin/python3";
+  const std::string torch_worker = (scripts / "torch_worker.py").string();
   std::map<std::string, std::vector<std::string>> commands = {
       {"onnxruntime", {"node", (scripts / "onnxruntime_worker.js").string(), deps}},
-      {"torch_eager",
-       {"/usr/bin/python3", (scripts / "torch_worker.py").string(), "--mode", "eager"}},
-      {"torch_jit", {"/usr/bin/python3", (scripts / "torch_worker.py").string(), "--mode", "jit"}},
+      {"torch_eager", {python, torch_worker, "--mode", "eager"}},
+      {"torch_jit", {python, torch_worker, "--mode", "jit"}},
+      {"torch_eager_cuda", {python, torch_worker, "--mode", "eager_cuda"}},
+      {"torch_cuda_graph", {python, torch_worker, "--mode", "cuda_graph"}},
   };
   for (const std::string& text : o.workers) {
     auto [name, command] = parse_binding(text, "--worker", "NAME=COMMAND");
@@ -459,10 +465,24 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
       line += buf;
       report->rows.push_back(row);
     }
-    std::printf("  %s%s\n", threads_string(t).c_str(), line.c_str());
+    std::printf("  %s%s\n", target.is_gpu() ? "GPU" : threads_string(t).c_str(), line.c_str());
     std::fflush(stdout);
   }
   if (o.ablation) ablate(g, m, target, base, inputs, o, work, report);
+  if (o.profile) {
+    // On the CPU at the last thread count; on a GPU each call is waited for alone.
+    ModelProfile p;
+    p.name = m.name;
+    p.threads = target.is_gpu() ? 0 : o.threads.back();
+    p.runs = o.runs;
+    p.kernels = with_exit_code(kRuntime, "profiling " + m.name,
+                               [&] { return base.model.profile(inputs, o.runs); });
+    std::printf("%s", profile_table(p.kernels, p.runs, p.threads,
+                                    target.is_gpu() ? PeakFlops{} : measured_peak())
+                          .c_str());
+    std::fflush(stdout);
+    report->profiles.push_back(std::move(p));
+  }
 }
 
 }  // namespace
@@ -471,11 +491,27 @@ std::vector<std::string> default_bench_models() {
   return {"resnet18", "mobilenet_v1", "lstm_lm", "dqn", "dcgan"};
 }
 
-void bench_command(const BenchOptions& o) {
+std::vector<std::string> default_baselines(const Target& target) {
+  if (target.is_gpu()) return {"torch_eager_cuda", "torch_cuda_graph"};
+  return {"onnxruntime", "torch_eager", "torch_jit"};
+}
+
+void bench_command(const BenchOptions& options) {
+  BenchOptions o = options;
   const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
                                        [&] { return Target::parse(o.target); });
-  if (target.kind != Target::Kind::kLLVM && target.kind != Target::Kind::kC)
-    usage_error("--target '" + o.target + "': anvil bench runs on this CPU (llvm or c)");
+  // On a GPU the model runs on the device (inputs copied in and outputs out on every run); there
+  // is no thread count, and no peak was measured, so rows have no fraction of peak.
+  const bool gpu = target.is_gpu();
+  std::string gpu_name;
+  if (gpu) {
+    const DLDeviceType type = target.kind == Target::Kind::kCUDA ? kDLCUDA : kDLOpenCL;
+    std::string why;
+    if (!runtime::Device::available(type, &why))
+      throw CliError(kRuntime, "--target '" + o.target + "': no device to run on: " + why);
+    gpu_name = runtime::Device::get(type).name();
+  }
+  if (gpu) o.threads = {1};
   for (const std::string& file : {o.summary_json, o.chart}) {
     std::error_code ec;
     fs::path parent = fs::path(file).parent_path();
@@ -484,7 +520,7 @@ void bench_command(const BenchOptions& o) {
   }
   const auto commands = worker_commands(o);
   std::vector<std::string> names;
-  for (const std::string& b : o.baselines) {
+  for (const std::string& b : o.baselines.empty() ? default_baselines(target) : o.baselines) {
     if (b == "none") continue;
     if (!commands.count(b)) {
       std::string known;
@@ -519,12 +555,21 @@ void bench_command(const BenchOptions& o) {
 
   BenchReport report;
   report.cpu = cpu_name();
-  report.peak_gflops_per_core = measured_peak().gflops_per_core;
+  report.gpu = gpu_name;
   report.runs = (o.runs + o.block - 1) / o.block * o.block;
-  std::printf(
-      "anvil bench on %s (measured peak %.1f GFLOP/s per core); %d timed runs per side "
-      "in blocks of %d after %d warm-up runs\n",
-      report.cpu.c_str(), report.peak_gflops_per_core, report.runs, o.block, o.warmup);
+  if (gpu) {
+    std::printf(
+        "anvil bench on %s (target '%s'; the host: %s); %d timed runs per side in blocks of %d "
+        "after %d warm-up runs\n",
+        report.gpu.c_str(), target.str().c_str(), report.cpu.c_str(), report.runs, o.block,
+        o.warmup);
+  } else {
+    report.peak_gflops_per_core = measured_peak().gflops_per_core;
+    std::printf(
+        "anvil bench on %s (measured peak %.1f GFLOP/s per core); %d timed runs per side "
+        "in blocks of %d after %d warm-up runs\n",
+        report.cpu.c_str(), report.peak_gflops_per_core, report.runs, o.block, o.warmup);
+  }
 
   std::vector<Baseline> baselines;
   for (const std::string& name : names) {

@@ -21,19 +21,26 @@
 //   {"op": "time", "runs": 10}
 //              runs `runs` times back to back, timing each call alone with a monotonic clock.
 //              -> {"ok": true, "ms": [1.25, 1.24, ...]}
+//
+// With a GPU target (cuda, opencl) Anvil's model runs on the device, each run copying its inputs
+// in and its outputs out; the baselines are PyTorch's on the GPU (torch_eager_cuda,
+// torch_cuda_graph), whose inputs stay on the device; there is one row per model and baseline.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "anvil/target/target.h"
 
 namespace anvil::cli {
 
 struct BenchOptions {
   std::vector<std::string> models;  // zoo names, zoo:NAME or ONNX files; empty: the five workloads
   std::vector<std::string> input_shapes;  // NAME=DIMS, for ONNX files with symbolic dimensions
-  std::vector<int> threads = {1, 2};
-  // onnxruntime, torch_eager, torch_jit, the names --worker defines, or "none".
-  std::vector<std::string> baselines = {"onnxruntime", "torch_eager", "torch_jit"};
+  std::vector<int> threads = {1, 2};      // CPU targets only
+  // onnxruntime, torch_eager, torch_jit, torch_eager_cuda, torch_cuda_graph, the names --worker
+  // defines, or "none"; empty: default_baselines(target).
+  std::vector<std::string> baselines;
   std::vector<std::string> workers;  // NAME=COMMAND: a baseline's worker command (split on spaces)
   std::string deps_dir;  // where npm's onnxruntime-node is (empty: $ANVIL_BENCH_DEPS, then
                          // bench-deps beside the bin/ directory of anvil)
@@ -44,6 +51,7 @@ struct BenchOptions {
   int warmup = 5;              // untimed runs per side before the first block
   int pause_ms = 20;         // idle time before each block, then until the cores are idle (0: none)
   bool ablation = false;     // also time each model with fusion and layout alteration off
+  bool profile = false;      // also time each kernel (`runs` calls each; table and summary JSON)
   std::string summary_json;  // write the summary JSON here
   std::string chart;         // write the PNG chart here
 };
@@ -51,5 +59,9 @@ void bench_command(const BenchOptions& options);
 
 // The five workloads of the paper, by zoo name.
 std::vector<std::string> default_bench_models();
+
+// onnxruntime, torch_eager and torch_jit on the CPU; torch_eager_cuda and torch_cuda_graph on a
+// GPU target.
+std::vector<std::string> default_baselines(const Target& target);
 
 }  // namespace anvil::cli

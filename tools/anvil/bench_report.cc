@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -113,6 +114,7 @@ std::string ablation_table(const BenchReport& r) {
 nlohmann::json summary_json(const BenchReport& r) {
   nlohmann::json out;
   out["machine"] = {{"cpu", r.cpu}, {"peak_gflops_per_core", r.peak_gflops_per_core}};
+  if (!r.gpu.empty()) out["machine"]["gpu"] = r.gpu;
   out["runs"] = r.runs;
   out["rows"] = nlohmann::json::array();
   for (const BenchRow& row : r.rows) {
@@ -121,7 +123,7 @@ nlohmann::json summary_json(const BenchReport& r) {
                         {"anvil_ms", row.anvil_ms},
                         {"gflops", row.gflops}};
     const double peak = r.peak_gflops_per_core * row.threads;
-    j["peak_fraction"] = peak > 0 ? row.gflops / peak : 0.0;
+    j["peak_fraction"] = peak > 0 ? nlohmann::json(row.gflops / peak) : nlohmann::json(nullptr);
     j["baseline"] = row.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.baseline);
     if (row.baseline_ms) {
       j["baseline_ms"] = *row.baseline_ms;
@@ -141,6 +143,26 @@ nlohmann::json summary_json(const BenchReport& r) {
                                  {"no_fuse_ms", a.ms[1]},
                                  {"no_layout_ms", a.ms[2]},
                                  {"no_fuse_no_layout_ms", a.ms[3]}});
+  }
+  // Per model, its kernels slowest first: median ms and GFLOP/s (null: no FLOPs counted).
+  if (!r.profiles.empty()) {
+    out["profiles"] = nlohmann::json::array();
+    for (const ModelProfile& p : r.profiles) {
+      std::vector<runtime::KernelProfile> kernels = p.kernels;
+      std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
+        return a.median_seconds > b.median_seconds;
+      });
+      nlohmann::json list = nlohmann::json::array();
+      for (const runtime::KernelProfile& k : kernels)
+        list.push_back({{"kernel", k.kernel},
+                        {"nodes", k.nodes},
+                        {"ms", k.median_seconds * 1e3},
+                        {"gflops", k.flops > 0 && k.median_seconds > 0
+                                       ? nlohmann::json(k.flops / k.median_seconds / 1e9)
+                                       : nlohmann::json(nullptr)}});
+      out["profiles"].push_back(
+          {{"name", p.name}, {"threads", p.threads}, {"runs", p.runs}, {"kernels", list}});
+    }
   }
   return out;
 }

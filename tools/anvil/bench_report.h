@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "anvil/runtime/model.h"
+
 namespace anvil::cli {
 
 // One (model, threads, baseline): the medians of the two sides' runs, interleaved. Without a
@@ -40,12 +42,23 @@ struct AblationRow {
   double ms[4] = {0, 0, 0, 0};
 };
 
+// One model's kernels (`anvil bench --profile`), each the median of `runs` timed calls, in
+// program order.
+struct ModelProfile {
+  std::string name;
+  int threads = 1;  // 0: on the GPU
+  int runs = 0;
+  std::vector<runtime::KernelProfile> kernels;
+};
+
 struct BenchReport {
-  std::string cpu;  // /proc/cpuinfo's model name
-  double peak_gflops_per_core = 0;
-  int runs = 0;  // timed runs per side and row
+  std::string cpu;                  // /proc/cpuinfo's model name
+  std::string gpu;                  // the device's name when the models ran on a GPU; else empty
+  double peak_gflops_per_core = 0;  // the CPU's, measured; 0 when not measured (GPU runs)
+  int runs = 0;                     // timed runs per side and row
   std::vector<BenchRow> rows;
   std::vector<AblationRow> ablation;
+  std::vector<ModelProfile> profiles;
 };
 
 // The CPU's model name ("AMD EPYC 7B13"), or "unknown CPU".

@@ -320,7 +320,10 @@ void run_command(const RunOptions& o) {
     } catch (const std::exception& e) {
       throw CliError(kRuntime, "profiling " + o.model + ": " + e.what());
     }
-    std::cout << profile_table(kernels, runs, AnvilGetNumThreads(), measured_peak());
+    // A GPU model's kernels run on the device: no thread count, and no measured peak.
+    const bool on_gpu = Target::parse(model.target()).is_gpu();
+    std::cout << profile_table(kernels, runs, on_gpu ? 0 : AnvilGetNumThreads(),
+                               on_gpu ? PeakFlops{} : measured_peak());
     std::cout.flush();
   } else if (o.repeat > 0) {
     std::vector<double> ms;

@@ -176,16 +176,16 @@ int main(int argc, char** argv) {
   b->add_option("MODEL", bench.models,
                 "Zoo names or ONNX files (default: the five workloads resnet18, mobilenet_v1, "
                 "lstm_lm, dqn, dcgan)");
-  b->add_option("--threads", bench.threads, "Thread counts, comma-separated")
+  b->add_option("--threads", bench.threads, "Thread counts, comma-separated (CPU targets)")
       ->delimiter(',')
       ->capture_default_str()
       ->type_name("T,...")
       ->check(CLI::Range(1, 4096));
   b->add_option("--baselines", bench.baselines,
-                "Baselines, comma-separated: onnxruntime, torch_eager, torch_jit, those --worker "
+                "Baselines, comma-separated: onnxruntime, torch_eager, torch_jit (default on the "
+                "CPU), torch_eager_cuda, torch_cuda_graph (default on a GPU), those --worker "
                 "defines, or none")
       ->delimiter(',')
-      ->capture_default_str()
       ->type_name("NAME,...");
   b->add_option("--worker", bench.workers,
                 "A baseline's worker command, NAME=COMMAND (the protocol: tools/anvil/bench.h); "
@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
                 "Bind an ONNX input's shape, NAME=DIMS; repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");
-  b->add_option("--target", bench.target, "What Anvil compiles for (llvm or c)")
+  b->add_option("--target", bench.target,
+                "What Anvil compiles for: llvm or c (this CPU), cuda or opencl (a GPU)")
       ->capture_default_str()
       ->type_name("TARGET");
   b->add_option("--tuning-records", bench.tuning_records,
@@ -227,6 +228,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 10000));
   b->add_flag("--ablation", bench.ablation,
               "Also time each model with fusion and layout alteration off (Anvil alone)");
+  b->add_flag("--profile", bench.profile,
+              "Also time each kernel of Anvil's build (--runs calls each; in the summary JSON "
+              "too)");
   b->add_option("--summary-json", bench.summary_json, "Write the figures as JSON")
       ->type_name("FILE");
   b->add_option("--chart", bench.chart, "Draw the speedups as a PNG bar chart (gnuplot)")
@@ -235,7 +239,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  anvil bench --summary-json bench.json --chart speedup.png\n"
       "  anvil bench resnet18 --threads 1 --baselines onnxruntime\n"
-      "  anvil bench model.onnx --input-shape data=1x3x224x224 --baselines torch_jit --ablation");
+      "  anvil bench model.onnx --input-shape data=1x3x224x224 --baselines torch_jit --ablation\n"
+      "  anvil bench --target 'cuda -arch=sm_90' --summary-json gpu.json");
 
   TuneOptions tune;
   CLI::App* t = app.add_subcommand(

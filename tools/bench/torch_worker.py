@@ -5,8 +5,11 @@ stdout). It reads an ONNX file and runs the same architecture with the same weig
 PyTorch module a PyTorch user would write: ONNX nodes become nn.Conv2d, nn.BatchNorm2d, nn.Linear,
 nn.LSTM, ... and torch functions. --mode eager runs that module under torch.inference_mode();
 --mode jit traces it, freezes it and runs torch.jit.optimize_for_inference on it.
+On an NVIDIA GPU (fp32, TF32 off, cuDNN's autotuner on): --mode eager_cuda runs the module on the
+GPU; --mode cuda_graph captures one run as a CUDA graph and replays it. Inputs stay on the GPU;
+a timed run ends when the GPU has finished it.
 
-Usage: /usr/bin/python3 tools/bench/torch_worker.py --mode eager|jit
+Usage: /usr/bin/python3 tools/bench/torch_worker.py --mode eager|jit|eager_cuda|cuda_graph
 (Debian's python3-torch, python3-onnx and python3-numpy live under /usr/bin/python3.)
 """
 
@@ -395,12 +398,34 @@ def build_module(model):
     return Builder(model).build()
 
 
+CUDA_MODES = ("eager_cuda", "cuda_graph")
+
+
+def use_cuda():
+    """Makes PyTorch compute fp32 as fp32 on the GPU, or says why there is no GPU."""
+    if not torch.cuda.is_available():
+        raise ValueError("no CUDA device: torch.cuda.is_available() is False (PyTorch %s, "
+                         "built for CUDA %s)" % (torch.__version__, torch.version.cuda))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True  # what a user timing a fixed shape turns on
+
+
 class Worker:
     def __init__(self, mode):
         self.mode = mode
         self.name = "torch_" + mode
+        self.device = "cuda" if mode in CUDA_MODES else "cpu"
         self.module = None
         self.inputs = None
+        self.graph = None  # cuda_graph: the captured run, and the outputs its replays write
+        self.graph_outputs = None
+
+    def version(self):
+        if self.device == "cuda" and torch.cuda.is_available():
+            return "%s (%s, CUDA %s)" % (torch.__version__, torch.cuda.get_device_name(),
+                                         torch.version.cuda)
+        return torch.__version__
 
     def load(self, req):
         model_path = os.path.abspath(require_str(req, "model"))
@@ -410,8 +435,13 @@ class Worker:
         files = req.get("inputs")
         if not isinstance(files, dict):
             raise ValueError('"inputs" must be an object of input name -> .npy file')
-        self.module = self.inputs = None
+        self.module = self.inputs = self.graph = self.graph_outputs = None
         torch.set_num_threads(threads)
+        if self.device == "cuda":
+            try:
+                use_cuda()
+            except ValueError as e:
+                raise ValueError("%s: %s" % (self.name, e))
         try:
             model = onnx.load(model_path)
         except Exception as e:
@@ -436,6 +466,11 @@ class Worker:
         inputs = tuple(inputs)
         module.eval()
         try:
+            if self.device == "cuda":
+                module = module.to(self.device)
+                inputs = tuple(t.to(self.device) for t in inputs)
+            if self.mode == "cuda_graph":
+                self.graph, self.graph_outputs = capture(module, inputs)
             if self.mode == "jit":
                 with torch.no_grad():
                     traced = torch.jit.trace(module, inputs)
@@ -446,18 +481,25 @@ class Worker:
             for _ in range(2):
                 self.call()
         except Exception as e:
-            self.module = self.inputs = None
+            self.module = self.inputs = self.graph = self.graph_outputs = None
             raise ValueError("%s: %s cannot run it: %s" % (model_path, self.name, e))
         return {}
 
     def call(self):
         if self.module is None:
             raise ValueError('no model is loaded (send "load" first)')
+        if self.mode == "cuda_graph":
+            self.graph.replay()
+            torch.cuda.synchronize()
+            return self.graph_outputs
         if self.mode == "jit":
             with torch.no_grad():
                 return self.module(*self.inputs)
         with torch.inference_mode():
-            return self.module(*self.inputs)
+            results = self.module(*self.inputs)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return results
 
     def run(self, req):
         out_dir = os.path.abspath(require_str(req, "outputs_dir"))
@@ -468,7 +510,7 @@ class Worker:
         paths = []
         for i, t in enumerate(results):
             path = os.path.join(out_dir, "output_%d.npy" % i)
-            np.save(path, t.contiguous().numpy())
+            np.save(path, t.detach().cpu().contiguous().numpy())
             paths.append(path)
         return {"outputs": paths}
 
@@ -484,6 +526,23 @@ class Worker:
             self.call()
             ms.append((time.perf_counter_ns() - start) / 1e6)
         return {"ms": ms}
+
+
+def capture(module, inputs):
+    """One run of `module` captured as a CUDA graph, after warm-up runs on a side stream (what
+    torch.cuda.graphs asks for); returns the graph and the output tensors its replays write."""
+    with torch.inference_mode():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                module(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outputs = module(*inputs)
+    torch.cuda.synchronize()
+    return graph, outputs
 
 
 def require_str(req, field):
@@ -531,11 +590,11 @@ def send(answer):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["eager", "jit"], required=True)
+    parser.add_argument("--mode", choices=["eager", "jit"] + list(CUDA_MODES), required=True)
     args = parser.parse_args()
     torch.set_num_interop_threads(1)
     worker = Worker(args.mode)
-    send({"ok": True, "name": worker.name, "version": torch.__version__})
+    send({"ok": True, "name": worker.name, "version": worker.version()})
     # One request at a time, in order.
     while True:
         line = sys.stdin.readline()
