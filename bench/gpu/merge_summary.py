@@ -12,8 +12,12 @@ import sys
 def merge(files):
     merged = {"machine": None, "runs": None, "rows": [], "profiles": []}
     for path in files:
-        with open(path) as f:
-            part = json.load(f)
+        try:
+            with open(path) as f:
+                part = json.load(f)
+        except (OSError, ValueError) as e:  # one workload's damaged file costs only its rows
+            print("skipped %s: %s" % (path, e), file=sys.stderr)
+            continue
         merged["machine"] = merged["machine"] or part.get("machine")
         merged["runs"] = merged["runs"] or part.get("runs")
         merged["rows"] += part.get("rows", [])
@@ -27,15 +31,18 @@ def report(summary, slowest=3):
     speedups = {}
     notes = []
     for row in summary["rows"]:
+        gflops = "%.1f" % row["gflops"] if row.get("gflops") is not None else "-"
         if "speedup" in row:
-            lines.append("| %s | %s | %.3f | %.3f | %.2fx | %.1f |" % (
+            lines.append("| %s | %s | %.3f | %.3f | %.2fx | %s |" % (
                 row["name"], row["baseline"], row["baseline_ms"], row["anvil_ms"],
-                row["speedup"], row["gflops"]))
+                row["speedup"], gflops))
             speedups.setdefault(row["baseline"], []).append(row["speedup"])
+        elif row.get("baseline") is None:  # Anvil alone
+            lines.append("| %s | - | - | %.3f | - | %s |" % (row["name"], row["anvil_ms"], gflops))
         else:
             notes.append("%s, %s: %s" % (row["name"], row["baseline"], row.get("note", "")))
-            lines.append("| %s | %s | - | %.3f | (%d) | %.1f |" % (
-                row["name"], row["baseline"], row["anvil_ms"], len(notes), row["gflops"]))
+            lines.append("| %s | %s | - | %.3f | (%d) | %s |" % (
+                row["name"], row["baseline"], row["anvil_ms"], len(notes), gflops))
     lines += ["(%d) %s" % (i + 1, n) for i, n in enumerate(notes)]
     lines.append("")
     for baseline, values in speedups.items():

@@ -20,7 +20,7 @@ if ! command -v patchelf >/dev/null; then
 fi
 patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$bundle/bin/anvil"
 cp tools/bench/torch_worker.py "$bundle/share/anvil/bench/"
-ldd build/bin/anvil | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
+env -i ldd build/bin/anvil | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
   case $(basename "$lib") in
     libc.so.* | libm.so.* | libdl.so.* | librt.so.* | libpthread.so.* | libstdc++.so.* | \
       libgcc_s.so.* | ld-linux*) ;;
@@ -29,7 +29,7 @@ ldd build/bin/anvil | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
 done
 # Every library but the C and C++ runtimes must now load from the bundle: what would come from
 # this machine instead shows here, before the GPU machine is borrowed.
-lib=$(cd "$bundle/lib" && pwd)
+lib=$(cd "$bundle/lib" && pwd -P)
 outside=$(env -i ldd "$bundle/bin/anvil" | awk '$3 ~ /^\// { print $3 }' | while read -r path; do
   case $(basename "$path") in
     libc.so.* | libm.so.* | libdl.so.* | librt.so.* | libpthread.so.* | libstdc++.so.* | \

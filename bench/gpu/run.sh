@@ -2,7 +2,8 @@
 # The GPU run (README.md here), on the machine with the GPU: unpacks the bundle prepare.sh made,
 # then per workload runs `anvil bench --profile` (Anvil's CUDA build against PyTorch eager and
 # PyTorch replaying a CUDA graph, same weights and inputs, outputs compared before timing) and
-# merges the per-workload summaries into $OUT/summary.json.
+# merges the per-workload summaries into $OUT/summary.json. $OUT gets five files: summary.json,
+# summary.txt, machine.txt, run.log and workloads.tar.gz.
 #
 # Settings (environment): OUT (default ./gpu-out), BUNDLE (build/gpu-bundle.tar.xz), TARGET
 # ("cuda -arch=sm_90"), MODELS (the five workloads), BASELINES (empty: anvil's default for the
@@ -42,15 +43,28 @@ export ANVIL_BENCH_PYTHON=$python
 } > "$out/machine.txt" 2>&1
 log "bundle unpacked; target '$target'; models: $models"
 
+# Per workload NAME.txt (anvil's output) and NAME.json go into workloads.tar.gz: the device run
+# brings back only a few files from $OUT.
+each=$work/workloads
+mkdir -p "$each"
 jsons=()
+failed=0
 for m in $models; do
-  args=(bench "$m" --target "$target" --runs "$runs" --block 10 --warmup 10 --profile
-    --summary-json "$out/$m.json")
+  name=$(basename "$m" .onnx)
+  args=(bench "$m" --target "$target" --runs "$runs" --block 10 --warmup 10 --pause-ms 0
+    --profile --summary-json "$each/$name.json")
   [ -n "$baselines" ] && args+=(--baselines "$baselines")
-  timeout -k 5 "$per_model_s" "$anvil" "${args[@]}" > "$out/$m.txt" 2>&1
+  timeout -k 5 "$per_model_s" "$anvil" "${args[@]}" > "$each/$name.txt" 2>&1
   code=$?
-  log "$m: exit $code$([ $code = 124 ] && echo " (over ${per_model_s} s)")"
-  [ -f "$out/$m.json" ] && jsons+=("$out/$m.json")
+  case $code in
+    0) log "$name: done" ;;
+    124 | 137) log "$name: over its ${per_model_s} s" ;;
+    *) log "$name: exit $code: $(tail -n 1 "$each/$name.txt")" ;;
+  esac
+  [ "$code" = 0 ] || failed=$((failed + 1))
+  [ -f "$each/$name.json" ] && jsons+=("$each/$name.json")
 done
-[ ${#jsons[@]} -gt 0 ] || fail "no workload finished (see $out/*.txt)"
+tar -C "$each" -czf "$out/workloads.tar.gz" .
+[ ${#jsons[@]} -gt 0 ] || fail "no workload finished (each one's output: workloads.tar.gz)"
 "$python" "$here/merge_summary.py" "$out/summary.json" "${jsons[@]}" | tee "$out/summary.txt"
+[ "$failed" = 0 ] || fail "$failed workload(s) failed (each one's output: workloads.tar.gz)"

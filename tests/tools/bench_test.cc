@@ -92,12 +92,13 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
 // On a GPU target the model runs on the device (here OpenCL on PoCL, this CPU as the device): the
 // GPU baselines by default, one row per baseline whatever --threads says, the device's name in the
 // summary, no fraction of a CPU peak, and with --profile every kernel's median time, slowest
-// first. torch_eager_cuda is the reference interpreter here; torch_cuda_graph is PyTorch's worker,
-// which cannot run (no CUDA device, or no PyTorch), and its row says so.
+// first. The two default baselines are the reference interpreter here, the second refusing to
+// load, so that its row carries the note instead of a time.
 TEST_F(Cli, BenchOnAGpuTargetRunsTheModelOnTheDevice) {
   Result r =
-      anvil("bench zoo:dqn --target opencl --threads 1,2 --runs 2 --block 1 --warmup 1 --profile " +
-            worker("torch_eager_cuda") + " --summary-json gpu.json");
+      anvil("bench zoo:dqn --target opencl --threads 2 --runs 2 --block 1 --warmup 1 --profile " +
+            worker("torch_eager_cuda") + " " + worker("torch_cuda_graph", "refuse") +
+            " --summary-json gpu.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("on the GPU"), std::string::npos) << r.out;
   json summary = read_json(path("gpu.json"));
@@ -112,7 +113,12 @@ TEST_F(Cli, BenchOnAGpuTargetRunsTheModelOnTheDevice) {
   const json* replay = find_row(summary, "torch_cuda_graph");
   ASSERT_NE(replay, nullptr);
   EXPECT_FALSE(replay->contains("baseline_ms"));
-  EXPECT_FALSE((*replay)["note"].get<std::string>().empty());
+  EXPECT_NE((*replay)["note"].get<std::string>().find("refusing to load (test fault)"),
+            std::string::npos)
+      << (*replay)["note"];
+  EXPECT_NE(r.out.find("| dqn | GPU | torch_eager_cuda |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--threads does not apply on a GPU target"), std::string::npos) << r.out;
+  EXPECT_TRUE(summary["machine"]["peak_gflops_per_core"].is_null());
 
   ASSERT_EQ(summary["profiles"].size(), 1u);
   const json& profile = summary["profiles"][0];
@@ -140,6 +146,24 @@ TEST_F(Cli, BenchOnCudaWithoutADeviceSaysWhy) {
   if (runtime::Device::available(kDLCUDA)) GTEST_SKIP() << "this machine has a CUDA device";
   expect_error("bench zoo:dqn --target cuda --runs 1 --block 1", 4,
                {"--target 'cuda'", "no device to run on"});
+  EXPECT_EQ(anvil("bench zoo:dqn --target cuda --runs 1 --block 1").out.find("compiled in"),
+            std::string::npos);
+}
+
+// --profile on the CPU: the kernels at the last thread count, compared with the measured peak.
+TEST_F(Cli, BenchProfileOnTheCpuUsesTheLastThreadCount) {
+  Result r = anvil(
+      "bench zoo:dqn --threads 1,2 --runs 2 --block 1 --warmup 0 --baselines none --profile "
+      "--summary-json cpu.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("profile: median of 2 runs after 1 warm-up, 2 threads"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("peak: "), std::string::npos) << r.out;
+  json summary = read_json(path("cpu.json"));
+  ASSERT_EQ(summary["profiles"].size(), 1u) << summary;
+  EXPECT_EQ(summary["profiles"][0]["threads"], 2);
+  EXPECT_GE(summary["profiles"][0]["kernels"].size(), 3u);
+  EXPECT_GT(summary["rows"][0]["peak_fraction"].get<double>(), 0);
 }
 
 TEST_F(Cli, BenchRefusesBadArguments) {

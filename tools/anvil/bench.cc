@@ -511,7 +511,11 @@ void bench_command(const BenchOptions& options) {
       throw CliError(kRuntime, "--target '" + o.target + "': no device to run on: " + why);
     gpu_name = runtime::Device::get(type).name();
   }
-  if (gpu) o.threads = {1};
+  if (gpu) {
+    if (o.threads != std::vector<int>{1, 2} && o.threads != std::vector<int>{1})
+      std::printf("--threads does not apply on a GPU target: ignored\n");
+    o.threads = {1};
+  }
   for (const std::string& file : {o.summary_json, o.chart}) {
     std::error_code ec;
     fs::path parent = fs::path(file).parent_path();
@@ -560,7 +564,9 @@ void bench_command(const BenchOptions& options) {
   if (gpu) {
     std::printf(
         "anvil bench on %s (target '%s'; the host: %s); %d timed runs per side in blocks of %d "
-        "after %d warm-up runs\n",
+        "after %d warm-up runs\n"
+        "Anvil's runs copy the inputs to the device and the outputs back; the baselines' inputs "
+        "stay on the device\n",
         report.gpu.c_str(), target.str().c_str(), report.cpu.c_str(), report.runs, o.block,
         o.warmup);
   } else {

@@ -62,8 +62,8 @@ std::string bench_table(const BenchReport& r) {
   std::vector<std::string> notes;
   bool contended = false, above_peak = false;
   for (const BenchRow& row : r.rows) {
-    std::vector<std::string> cells = {row.name, std::to_string(row.threads),
-                                      row.baseline.empty() ? "-" : row.baseline};
+    const std::string side = r.gpu.empty() ? std::to_string(row.threads) : "GPU";
+    std::vector<std::string> cells = {row.name, side, row.baseline.empty() ? "-" : row.baseline};
     if (row.baseline_ms) {
       cells.push_back(ms_string(*row.baseline_ms));
       cells.push_back(ms_string(row.anvil_ms));
@@ -76,13 +76,13 @@ std::string bench_table(const BenchReport& r) {
         cells.push_back("-");
       } else {
         notes.push_back("(" + std::to_string(notes.size() + 1) + ") " + row.name + ", " +
-                        std::to_string(row.threads) + " thread(s), " + row.baseline + ": " +
+                        (r.gpu.empty() ? side + " thread(s)" : side) + ", " + row.baseline + ": " +
                         row.note);
         cells.push_back("(" + std::to_string(notes.size()) + ")");
       }
     }
     cells.push_back(fixed(row.gflops, 1));
-    const double peak = r.peak_gflops_per_core * row.threads;
+    const double peak = r.gpu.empty() ? r.peak_gflops_per_core * row.threads : 0;
     cells.push_back(peak > 0 ? fixed(100 * row.gflops / peak, 1) + "%" : "-");
     above_peak = above_peak || (peak > 0 && row.gflops > peak);
     s += table_line(cells);
@@ -113,7 +113,10 @@ std::string ablation_table(const BenchReport& r) {
 
 nlohmann::json summary_json(const BenchReport& r) {
   nlohmann::json out;
-  out["machine"] = {{"cpu", r.cpu}, {"peak_gflops_per_core", r.peak_gflops_per_core}};
+  // On a GPU the CPU's peak was not measured and no row has a fraction of it.
+  out["machine"] = {{"cpu", r.cpu},
+                    {"peak_gflops_per_core", r.gpu.empty() ? nlohmann::json(r.peak_gflops_per_core)
+                                                           : nlohmann::json(nullptr)}};
   if (!r.gpu.empty()) out["machine"]["gpu"] = r.gpu;
   out["runs"] = r.runs;
   out["rows"] = nlohmann::json::array();
@@ -122,7 +125,7 @@ nlohmann::json summary_json(const BenchReport& r) {
                         {"threads", row.threads},
                         {"anvil_ms", row.anvil_ms},
                         {"gflops", row.gflops}};
-    const double peak = r.peak_gflops_per_core * row.threads;
+    const double peak = r.gpu.empty() ? r.peak_gflops_per_core * row.threads : 0;
     j["peak_fraction"] = peak > 0 ? nlohmann::json(row.gflops / peak) : nlohmann::json(nullptr);
     j["baseline"] = row.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.baseline);
     if (row.baseline_ms) {
@@ -191,7 +194,9 @@ void write_chart(const BenchReport& r, const std::string& png) {
     std::ofstream d(data);
     d << "model";
     for (const auto& [b, t] : series)
-      d << " \"" << b << ", " << t << (t == 1 ? " thread" : " threads") << "\"";
+      d << " \"" << b
+        << (r.gpu.empty() ? ", " + std::to_string(t) + (t == 1 ? " thread" : " threads") : "")
+        << "\"";
     d << "\n";
     for (const std::string& m : models) {
       d << m;
@@ -206,8 +211,8 @@ void write_chart(const BenchReport& r, const std::string& png) {
     std::ofstream g(script);
     g << "set terminal pngcairo size 1100,520 font 'sans,11'\n"
       << "set output '" << png << "'\n"
-      << "set title 'Anvil speedup over each baseline (baseline ms / Anvil ms), batch 1, " << r.cpu
-      << "' noenhanced\n"
+      << "set title 'Anvil speedup over each baseline (baseline ms / Anvil ms), batch 1, "
+      << (r.gpu.empty() ? r.cpu : r.gpu) << "' noenhanced\n"
       << "set ylabel 'speedup'\nset yrange [0:*]\nset grid ytics\n"
       << "set style data histograms\nset style histogram clustered gap 1\n"
       << "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"

@@ -1,4 +1,4 @@
-"""The torch_eager and torch_jit baselines of `anvil bench`.
+"""The PyTorch baselines of `anvil bench`: eager, jit, eager on CUDA, CUDA graph.
 
 A worker that speaks the protocol of tools/anvil/bench.h (one JSON object per line on stdin and
 stdout). It reads an ONNX file and runs the same architecture with the same weights as the
@@ -10,7 +10,8 @@ GPU; --mode cuda_graph captures one run as a CUDA graph and replays it. Inputs s
 a timed run ends when the GPU has finished it.
 
 Usage: /usr/bin/python3 tools/bench/torch_worker.py --mode eager|jit|eager_cuda|cuda_graph
-(Debian's python3-torch, python3-onnx and python3-numpy live under /usr/bin/python3.)
+(Debian's python3-torch, python3-onnx and python3-numpy live under /usr/bin/python3; anvil runs
+$ANVIL_BENCH_PYTHON instead when it is set.)
 """
 
 import argparse
@@ -406,8 +407,12 @@ def use_cuda():
     if not torch.cuda.is_available():
         raise ValueError("no CUDA device: torch.cuda.is_available() is False (PyTorch %s, "
                          "built for CUDA %s)" % (torch.__version__, torch.version.cuda))
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch.backends.cudnn, "fp32_precision"):  # PyTorch 2.9 on; the flags below warn
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+        torch.backends.cudnn.fp32_precision = "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True  # what a user timing a fixed shape turns on
 
 
@@ -462,7 +467,13 @@ class Worker:
         for n in names:
             path = os.path.abspath(files[n])
             inputs.append(read_npy(path))
-            check_input(model, n, inputs[-1], path, model_path)
+            try:
+                check_input(model, n, inputs[-1], path, model_path)
+            except ValueError:
+                raise
+            except Exception as e:  # a library that has changed under us, say
+                raise ValueError("%s: %s cannot check input '%s': %s"
+                                 % (model_path, self.name, n, e))
         inputs = tuple(inputs)
         module.eval()
         try:
@@ -563,12 +574,24 @@ def read_npy(path):
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
+def numpy_type(elem_type):
+    """The NumPy dtype of an ONNX element type, None if it has none. onnx 1.13 added
+    tensor_dtype_to_np_dtype and 1.19 removed onnx.mapping; Debian 12 has 1.12."""
+    to_numpy = getattr(onnx.helper, "tensor_dtype_to_np_dtype", None)
+    if to_numpy is None:
+        return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE.get(elem_type)
+    try:
+        return np.dtype(to_numpy(elem_type))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def check_input(model, name, tensor, path, model_path):
     """Fails the load, rather than every run, when an input's type or shape is not the model's."""
     info = next(i for i in model.graph.input if i.name == name)
     if not info.type.HasField("tensor_type"):
         return
-    want_type = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE.get(info.type.tensor_type.elem_type)
+    want_type = numpy_type(info.type.tensor_type.elem_type)
     # A dimension without a value (symbolic or unknown) accepts any size.
     want_shape = [d.dim_value if d.HasField("dim_value") else None
                   for d in info.type.tensor_type.shape.dim]
