@@ -20,22 +20,22 @@ if ! command -v patchelf >/dev/null; then
 fi
 patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$bundle/bin/anvil"
 cp tools/bench/torch_worker.py "$bundle/share/anvil/bench/"
-env -i ldd build/bin/anvil | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
-  case $(basename "$lib") in
-    libc.so.* | libm.so.* | libdl.so.* | librt.so.* | libpthread.so.* | libstdc++.so.* | \
-      libgcc_s.so.* | ld-linux*) ;;
-    *) cp -L "$lib" "$bundle/lib/" ;;
-  esac
-done
+# The libraries an executable loads, but the C and C++ runtimes.
+bundled_libs() {
+  env -i ldd "$1" | awk '$3 ~ /^\// { print $3 }' | while read -r path; do
+    case $(basename "$path") in
+      libc.so.* | libm.so.* | libdl.so.* | librt.so.* | libpthread.so.* | libstdc++.so.* | \
+        libgcc_s.so.* | ld-linux*) ;;
+      *) echo "$path" ;;
+    esac
+  done
+}
+bundled_libs build/bin/anvil | while read -r path; do cp -L "$path" "$bundle/lib/"; done
 # Every library but the C and C++ runtimes must now load from the bundle: what would come from
 # this machine instead shows here, before the GPU machine is borrowed.
 lib=$(cd "$bundle/lib" && pwd -P)
-outside=$(env -i ldd "$bundle/bin/anvil" | awk '$3 ~ /^\// { print $3 }' | while read -r path; do
-  case $(basename "$path") in
-    libc.so.* | libm.so.* | libdl.so.* | librt.so.* | libpthread.so.* | libstdc++.so.* | \
-      libgcc_s.so.* | ld-linux*) ;;
-    *) [ "$(dirname "$(realpath "$path")")" = "$lib" ] || echo "$path" ;;
-  esac
+outside=$(bundled_libs "$bundle/bin/anvil" | while read -r path; do
+  [ "$(dirname "$(realpath "$path")")" = "$lib" ] || echo "$path"
 done)
 if [ -n "$outside" ] || env -i ldd "$bundle/bin/anvil" | grep -q "not found"; then
   echo "prepare: the bundle does not hold: $outside $(env -i ldd "$bundle/bin/anvil" |
