@@ -1,6 +1,7 @@
 // bench_gemm: the tensor-expression GEMM (bench/gemm_te.h) against OpenBLAS, at 1 and 2
 // threads, on M=N=K=1024 and on the convolution-like 3136x64x576. Reports GFLOP/s, the fraction
-// of the FMA peak measured by a micro-benchmark in this binary, and the ratio to OpenBLAS.
+// of the FMA peak (Target::peak_gflops_per_core, the one measurement every tool reports), and the
+// ratio to OpenBLAS.
 // Outputs are compared with OpenBLAS's before anything is timed. Repetitions of all benchmarks
 // are interleaved (Google Benchmark's random interleaving) and medians are reported.
 //
@@ -45,40 +46,6 @@ constexpr int kThreads[] = {1, 2};
 
 double gflop(const Shape& s) {
   return 2.0 * s.m * s.n * s.k / 1e9;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The machine's FMA peak on one core: 12 independent chains of 8-lane FMAs (enough to cover the
-// FMA latency on both pipes). Measurement code, not part of any kernel.
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) double fma_peak_gflops_once() {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
-  const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-  const int64_t iters = 20'000'000;
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    asm volatile(""
-                 : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]),
-                   "+x"(acc[5]), "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]),
-                   "+x"(acc[10]), "+x"(acc[11]));
-  }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return static_cast<double>(iters) * 12 * 8 * 2 / seconds / 1e9;
-}
-#endif
-
-double fma_peak_gflops() {
-#if defined(__x86_64__)
-  std::vector<double> runs;
-  for (int r = 0; r < 7; ++r) runs.push_back(fma_peak_gflops_once());
-  std::sort(runs.begin(), runs.end());
-  return runs.back();  // the peak is the best the core reached
-#else
-  return 0.0;
-#endif
 }
 
 // The CPU's model name as the kernel reports it.
@@ -199,8 +166,8 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
 
-  double peak = fma_peak_gflops();
   anvil::Target target = anvil::Target::host();
+  double peak = target.peak_gflops_per_core();
   std::printf("FMA peak (1 core, measured): %.1f GFLOP/s\nOpenBLAS: %s\n", peak,
               openblas_get_config());
 

@@ -16,11 +16,11 @@
 // numbers, and the program exits non-zero at the end. Repetitions (8, each at least --min-time,
 // 0.05 s) of all benchmarks are interleaved (Google Benchmark's random interleaving); medians are
 // reported, with Anvil's GFLOP/s (2 * multiply-adds of the useful computation, so a Winograd
-// kernel can pass the peak) and its fraction of the FMA peak measured in this binary (x threads),
-// then per thread count the geometric mean and the minimum of the speedups (oneDNN ms / Anvil ms),
-// over the layers and over their perturbed twins separately.
-// The fastest repetition of each side is reported beside the median: the machine is shared, and
-// the fastest is what a kernel does when it has the cores to itself.
+// kernel can pass the peak) and its fraction of the FMA peak (Target::peak_gflops_per_core, x
+// threads), then per thread count the geometric mean and the minimum of the speedups (oneDNN ms /
+// Anvil ms), over the layers and over their perturbed twins separately. The fastest repetition of
+// each side is reported beside the median: the machine is shared, and the fastest is what a kernel
+// does when it has the cores to itself.
 //
 // With --tuning-records FILE (anvil tune's records), each Anvil operator gets its task's best
 // recorded configuration instead of the default (the task as the graph compiler makes it: the
@@ -85,52 +85,6 @@ struct Options {
   double min_time = 0.05;
   std::string tuning_records;
 };
-
-// ---------------------------------------------------------------------------------------------
-// The FMA peak of one core: 12 independent FMA chains, 8 lanes (AVX2) and 16 lanes (AVX-512), the
-// better of the two (a core with 256-bit FMA units reaches the same with both).
-
-#if defined(__x86_64__)
-// The loop for vector type V with intrinsics SET1 and FMA; a macro because each copy must be
-// compiled for its own target attribute.
-#define ANVIL_FMA_CHAINS(V, SET1, FMA, LANES)                                            \
-  V acc[12];                                                                             \
-  for (int i = 0; i < 12; ++i) acc[i] = SET1(static_cast<float>(i));                     \
-  const V x = SET1(0.999999f), y = SET1(1e-7f);                                          \
-  const int64_t iters = 2'000'000;                                                       \
-  auto start = std::chrono::steady_clock::now();                                         \
-  for (int64_t it = 0; it < iters; ++it) {                                               \
-    for (int i = 0; i < 12; ++i) acc[i] = FMA(acc[i], x, y);                             \
-    asm volatile(""                                                                      \
-                 : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), \
-                   "+v"(acc[5]), "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), \
-                   "+v"(acc[10]), "+v"(acc[11]));                                        \
-  }                                                                                      \
-  double seconds =                                                                       \
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();   \
-  return static_cast<double>(iters) * 12 * LANES * 2 / seconds / 1e9;
-
-__attribute__((target("avx2,fma"))) double fma_peak_avx2() {
-  ANVIL_FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
-}
-__attribute__((target("avx512f"))) double fma_peak_avx512() {
-  ANVIL_FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
-}
-#undef ANVIL_FMA_CHAINS
-#endif
-
-double fma_peak_gflops() {
-  double best = 0.0;
-#if defined(__x86_64__)
-  bool avx512 = __builtin_cpu_supports("avx512f");
-  // Short runs (a few ms, below a scheduler time slice), many of them: the machine is shared.
-  for (int r = 0; r < 40; ++r) {
-    best = std::max(best, fma_peak_avx2());
-    if (avx512) best = std::max(best, fma_peak_avx512());
-  }
-#endif
-  return best;  // the peak is the best the core reached
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -314,7 +268,7 @@ std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>
       a->out_channels = l.o;
       std::string blocks = std::to_string(ib) + "c->" + std::to_string(ob) + "c";
       if (winograd) {
-        int64_t tile = anvil::ops::winograd_tile(l.c, l.o, l.out_h(), l.out_w());
+        int64_t tile = anvil::ops::winograd_tile(l.c, l.o, l.out_h(), l.out_w(), target);
         a->w =
             pack(pack_op, w,
                  attrs_of(pack_op, {{"in_block", ib}, {"out_block", ob}, {"tile", tile}}), target);
@@ -578,8 +532,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  double peak = fma_peak_gflops();
   Target target = Target::host();
+  double peak = target.peak_gflops_per_core();
   double load_start = load_average();
   std::printf("FMA peak (1 core, measured): %.1f GFLOP/s\noneDNN %s\nAnvil target %s\n", peak,
               anvil::bench::onednn_version().c_str(), target.str().c_str());

@@ -184,7 +184,7 @@ class LayoutRewriter {
                                     strides[1], dil[0], dil[1], target_)) {
       op = "conv2d_winograd_nchwc";
       pack = "conv2d_winograd_nchwc_pack_weight";
-      int64_t tile = ops::winograd_tile(C, O, y.type.shape[2], y.type.shape[3]);
+      int64_t tile = ops::winograd_tile(C, O, y.type.shape[2], y.type.shape[3], target_);
       pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}, {"tile", tile}});
       conv_attrs = ops::Attrs(op, {{"pads", pads}, {"tile", tile}});
     } else {

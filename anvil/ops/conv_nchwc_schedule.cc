@@ -80,7 +80,7 @@ int64_t balanced_block(int64_t n, int64_t limit) {
 
 Knobs default_knobs(const ConvShape& c, const Target& target) {
   int64_t lanes = target.vector_lanes_f32();
-  int64_t regs = lanes >= 16 ? 32 : 16;
+  int64_t regs = target.vector_registers;
   int64_t v = ceil_div(c.ob, lanes);
   Knobs k;
   if (c.depthwise) {
@@ -101,7 +101,7 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   // takes a quarter of L2 keep it there; the weight is then read once per group.
   const int64_t row_bytes = c.ic_blocks * c.ib * c.KH * c.OW * 4;
   const int64_t weight_bytes = c.OB * c.ob * c.ic_blocks * c.ib * c.KH * c.KW * 4;
-  constexpr int64_t kL2 = 512 * 1024;
+  const int64_t kL2 = target.l2_bytes;
   const int64_t oc_tiles = ceil_div(c.OB, k.oc_tile);
   if (oc_tiles >= 4 && weight_bytes > kL2 / 4 && row_bytes * c.OH > kL2 * 3 / 8)
     k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, kL2 / 4 / row_bytes));

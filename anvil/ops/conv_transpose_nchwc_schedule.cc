@@ -46,15 +46,11 @@ namespace anvil::ops::deconv {
 
 using namespace ir;
 
-namespace {
-// L2 per core on this host (Target does not describe caches yet).
-constexpr int64_t kL2Bytes = 1 << 20;
-}  // namespace
-
 Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, int64_t sx,
                     int64_t Cb, int64_t ic_bytes, const Target& target) {
   int64_t lanes = target.vector_lanes_f32();
-  int64_t regs = lanes >= 16 ? 32 : 16;
+  int64_t regs = target.vector_registers;
+  const int64_t kL2Bytes = target.l2_bytes;
   int64_t budget = regs * 3 / 4;
   int64_t nv = (ob + lanes - 1) / lanes;
   Knobs k;

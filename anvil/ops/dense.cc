@@ -362,17 +362,13 @@ int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
 
-int vector_registers(const Target& target) {
-  return target.vector_bits >= 512 ? 32 : 16;
-}
-
 struct Tiles {
   int64_t bm, bn, kunroll, parallel;
 };
 
 Tiles default_tiles(const Problem& p, const Target& target) {
   int64_t lanes = target.vector_lanes_f32();
-  int64_t regs = vector_registers(target);
+  int64_t regs = target.vector_registers;
   // Tile columns come in steps that hold whole panels and whole vectors (16 for kPanel).
   int64_t step = std::lcm(p.panel, lanes);
   int64_t n_cap = round_up(p.N, step);

@@ -327,7 +327,7 @@ void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& out
   std::vector<int64_t> shape = shape_of(out);
   int64_t window = 1;
   for (const IterVar& r : pool->reduce_axis) window *= *as_const_int(r->dom.extent);
-  int64_t regs = target.vector_lanes_f32() >= 16 ? 32 : 16;
+  int64_t regs = target.vector_registers;
   int64_t blocks = (shape[3] + regs / 4 - 1) / (regs / 4);
   int64_t cols = (shape[3] + blocks - 1) / blocks;
 

@@ -39,7 +39,7 @@
 //   is the final (possibly epilogue) stage: tiles (n, o-block, tile row) in parallel, S per tile
 //   at the tile, the m x m positions of a tile unrolled, ob vectorized, with the Y stage and
 //   every injective epilogue stage (bias, relu, residual add) inlined into it.
-//   The a*a planes of V and M are padded to 64 bytes past a multiple of 4 KiB (spread_sets).
+//   The a*a planes of V and M are padded to a cache line past a multiple of L1's way (spread_sets).
 //
 // Measurements against the direct convolutions, and the rule for preferring Winograd: at
 // prefer_winograd.
@@ -67,8 +67,6 @@ namespace {
 const char* kPack = "conv2d_winograd_nchwc_pack_weight";
 const char* kConv = "conv2d_winograd_nchwc";
 const char* kConvNchw = "conv2d_winograd";
-// The L2 cache per core assumed by the rules (current AVX-512 parts: 1 MiB or more).
-constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
 // ---- transform matrices from the interpolation points
 
@@ -146,10 +144,10 @@ const WinogradMatrices& winograd_matrices(int64_t m) {
 // bound by memory (measured: 7x7 512->512 and 10x10 520->520 run faster with F(2x2)), while
 // F(2x2) has 16/36 of the weight and more rows.
 int64_t winograd_tile(int64_t channels_in, int64_t channels_out, int64_t out_height,
-                      int64_t out_width) {
+                      int64_t out_width, const Target& target) {
   auto tiles = [&](int64_t m) { return ((out_height + m - 1) / m) * ((out_width + m - 1) / m); };
   if (16 * tiles(2) <= 36 * tiles(4)) return 2;
-  if (tiles(4) < 12 && 36 * channels_in * channels_out * 4 > kL2Bytes) return 2;
+  if (tiles(4) < 12 && 36 * channels_in * channels_out * 4 > target.l2_bytes) return 2;
   return 4;
 }
 
@@ -565,11 +563,11 @@ ConfigSpace wino_space(const std::vector<TensorType>& in, const Attrs& attrs, co
 }
 
 // The transforms touch one line of each of the a*a matrices of V and M per tile; their stride
-// (P*C floats) is often a multiple of 4 KiB / 4 (e.g. 56x56, 64 channels: 49 KiB), which puts
-// all a*a lines in a few L1 sets (8 ways). Padding it to 64 bytes past a multiple of 4 KiB gives
-// every line its own set.
-void spread_sets(te::Stage& st, const IterVar& a2) {
-  st.storage_align(a2, 1024, 16);
+// (P*C floats) is often a multiple of L1's way (4 KiB on current x86: e.g. 56x56, 64 channels:
+// 49 KiB), which puts all a*a lines in a few L1 sets. Padding it to one cache line past a
+// multiple of the way gives every line its own set.
+void spread_sets(te::Stage& st, const IterVar& a2, const Target& target) {
+  st.storage_align(a2, target.l1d_way_bytes() / 4, target.cache_line_bytes / 4);
 }
 
 }  // namespace
@@ -665,7 +663,7 @@ void wino_schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const T
     st.unroll(ax[0]);
     st.unroll(ax[1]);
     st.vectorize(cc);
-    spread_sets(st, ax[1]);
+    spread_sets(st, ax[1], target);
     // B^T d of one tile and channel block, at the block.
     te::Stage sb = s[bd];
     sb.compute_at(st, cb);
@@ -698,7 +696,7 @@ void wino_schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const T
     te::Tensor acc = s.cache_write(mm, MemoryScope::kLocal);
     te::Stage st = s[mm];
     std::vector<IterVar> ax = st.axis();
-    spread_sets(st, ax[1]);
+    spread_sets(st, ax[1], target);
     auto [oo, oi] = st.split(ax[3], k.tile_o);
     auto [po, pi] = st.split(ax[2], k.tile_p);
     st.reorder({ax[0], ax[1], oo, po, pi, oi});
@@ -802,15 +800,15 @@ void register_winograd_ops() {
 // height and width are the output's (the input's for the usual padding 1).
 bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, int64_t width,
                      int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
-                     int64_t dilation_h, int64_t dilation_w, const Target&) {
+                     int64_t dilation_h, int64_t dilation_w, const Target& target) {
   if (kernel_h != 3 || kernel_w != 3 || stride_h != 1 || stride_w != 1 || dilation_h != 1 ||
       dilation_w != 1)
     return false;
   if (channels_in < 3 || channels_out < 1 || height < 1 || width < 1) return false;
-  int64_t m = winograd_tile(channels_in, channels_out, height, width);
+  int64_t m = winograd_tile(channels_in, channels_out, height, width, target);
   int64_t tiles = ((height + m - 1) / m) * ((width + m - 1) / m);
   int64_t weight_bytes = (m + 2) * (m + 2) * channels_in * channels_out * 4;
-  return tiles >= 12 || weight_bytes <= kL2Bytes;
+  return tiles >= 12 || weight_bytes <= target.l2_bytes;
 }
 
 }  // namespace anvil::ops

@@ -29,7 +29,7 @@ const WinogradMatrices& winograd_matrices(int64_t m);
 // (in_block: the input activation's block, out_block: nchwc_block(O), tile: this rule) and runs
 // conv2d_winograd_nchwc with the conv's pads.
 int64_t winograd_tile(int64_t channels_in, int64_t channels_out, int64_t out_height,
-                      int64_t out_width);
+                      int64_t out_width, const Target& target);
 
 // The GPU rule: conv2d_winograd (NCHW) for a 3x3, stride-1, undilated, ungrouped convolution
 // with at least 16 input and 16 output channels (fewer: the transforms cost more than the GEMM

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "anvil/runtime/artifact.h"
+#include "anvil/runtime/host_memory.h"
 
 namespace anvil::runtime {
 
@@ -280,6 +281,65 @@ size_t device_bytes_held(const GraphProgram& p) {
   return total;
 }
 
+// A CPU program's arenas: each run takes a free one (or a new one) and gives it back, so runs
+// after the first touch no new memory and find their activations at the same addresses.
+struct ArenaPool {
+  explicit ArenaPool(size_t bytes) : bytes(bytes) {}
+  ArenaPool(const ArenaPool&) = delete;
+  ArenaPool& operator=(const ArenaPool&) = delete;
+  ~ArenaPool() {
+    for (void* a : free) host_free(a, bytes);
+  }
+  void* take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!free.empty()) {
+        void* a = free.back();
+        free.pop_back();
+        return a;
+      }
+    }
+    void* a = host_alloc(bytes);
+    if (a == nullptr)
+      throw std::runtime_error("out of memory allocating the arena of " + std::to_string(bytes) +
+                               " bytes");
+    return a;
+  }
+  void give_back(void* a) {
+    std::lock_guard<std::mutex> lock(mutex);
+    free.push_back(a);
+  }
+
+  const size_t bytes;
+  std::mutex mutex;
+  std::vector<void*> free;
+};
+
+void attach_host(GraphProgram& p) {
+  if (p.device) return;
+  // The parameters in one block, each at a multiple of ANVIL_ALIGNMENT.
+  size_t total = 0;
+  for (const NDArray& a : p.params)
+    if (a.defined())
+      total += (a.nbytes() + ANVIL_ALIGNMENT - 1) / ANVIL_ALIGNMENT * ANVIL_ALIGNMENT;
+  if (total > 0) {
+    void* block = host_alloc(total);
+    if (block == nullptr)
+      throw std::runtime_error("out of memory allocating " + std::to_string(total) +
+                               " bytes for the parameters");
+    std::shared_ptr<void> owner(block, [total](void* b) { host_free(b, total); });
+    size_t offset = 0;
+    for (NDArray& a : p.params) {
+      if (!a.defined()) continue;
+      char* data = static_cast<char*>(block) + offset;
+      if (a.nbytes() > 0) std::memcpy(data, a.data(), a.nbytes());
+      a = NDArray::view(owner, data, a.shape(), a.dtype());
+      offset += (a.nbytes() + ANVIL_ALIGNMENT - 1) / ANVIL_ALIGNMENT * ANVIL_ALIGNMENT;
+    }
+  }
+  if (p.arena_bytes > 0) p.arenas = std::make_shared<ArenaPool>(static_cast<size_t>(p.arena_bytes));
+}
+
 void attach_device(GraphProgram& p, const Module& module) {
   if (module.device_type() == kDLCPU) return;
   Device& device = Device::get(static_cast<DLDeviceType>(module.device_type()));
@@ -415,8 +475,23 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
   std::vector<DLTensor> views(n);
   std::vector<const DLTensor*> where(n, nullptr);
   std::vector<NDArray> owned(n);
+  // The arena: the program's own (kept across runs), else one for this run.
   NDArray arena;
-  if (p.arena_bytes > 0) arena = NDArray::empty({p.arena_bytes}, DLDataType{kDLUInt, 8, 1});
+  struct Lease {
+    ArenaPool* pool = nullptr;
+    void* data = nullptr;
+    ~Lease() {
+      if (pool && data) pool->give_back(data);
+    }
+  } lease;
+  void* arena_data = nullptr;
+  if (p.arena_bytes > 0 && p.arenas) {
+    lease.pool = p.arenas.get();
+    lease.data = arena_data = p.arenas->take();
+  } else if (p.arena_bytes > 0) {
+    arena = NDArray::empty({p.arena_bytes}, DLDataType{kDLUInt, 8, 1});
+    arena_data = arena.data();
+  }
   for (size_t s = 0; s < n; ++s) {
     const GraphProgram::Slot& slot = p.slots[s];
     switch (slot.storage) {
@@ -427,7 +502,7 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
         where[s] = p.params[slot.offset].get();
         break;
       case GraphProgram::Storage::kArena:
-        views[s] = view(slot, static_cast<uint8_t*>(arena.data()) + slot.offset);
+        views[s] = view(slot, static_cast<uint8_t*>(arena_data) + slot.offset);
         where[s] = &views[s];
         break;
       case GraphProgram::Storage::kOwned:

@@ -23,6 +23,7 @@ namespace anvil::runtime {
 
 // The workspace pools of a program's runs, one per stream (graph_executor.cc).
 struct StreamPools;
+struct ArenaPool;
 
 struct GraphProgram {
   enum class Storage { kInput, kParam, kArena, kOwned };
@@ -58,6 +59,8 @@ struct GraphProgram {
   // Device memory of the runs (arena, inputs, outputs, the kernels' temporaries), kept per
   // stream across runs (see WorkspacePool).
   std::shared_ptr<StreamPools> pools;
+  // CPU programs (attach_host): arenas kept across runs, one per run in flight.
+  std::shared_ptr<ArenaPool> arenas;
 
   // Checks every index and size (slots in range, arena slots inside the arena, parameters of the
   // slot's shape and dtype, every call's kernel present); throws ArtifactError naming `origin`.
@@ -75,6 +78,13 @@ struct ParamsFile {
 std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file);
 GraphProgram program_from_json(std::string_view json, const std::string& origin,
                                ParamsFile* params_file);
+
+// For a program whose kernels run on the CPU: moves the parameters into one block of host memory
+// (runtime/host_memory.h: aligned to 2 MiB, huge pages where the kernel grants them, in the
+// program's order) and keeps the runs' arenas there too, reused from run to run, so that where
+// a model's data sits, and so its time, is the same in every process. Model does this for every
+// CPU program. Throws std::runtime_error when out of memory.
+void attach_host(GraphProgram& p);
 
 // For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device,
 // p.context and p.pools and uploads the parameters. Throws std::runtime_error naming the device's

@@ -101,6 +101,7 @@ namespace {
 
 std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::string& origin) {
   program.validate(origin);
+  attach_host(program);
   auto state = std::make_shared<Model::State>();
   for (int32_t s : program.inputs)
     state->inputs.push_back(

@@ -1,6 +1,7 @@
 #include "anvil/runtime/ndarray.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -13,7 +14,10 @@ struct NDArray::State {
   std::vector<int64_t> shape;  // never resized: tensor.shape points into it
   DLTensor tensor{};
   size_t nbytes = 0;
-  ~State() { std::free(tensor.data); }
+  std::shared_ptr<void> owner;  // a view's: what owns tensor.data
+  ~State() {
+    if (!owner) std::free(tensor.data);
+  }
 };
 
 namespace {
@@ -70,6 +74,28 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DLDataType dtype, bool zero) 
   s.tensor.shape = s.shape.data();
   s.tensor.strides = nullptr;  // compact row-major
   s.tensor.byte_offset = 0;
+  return array;
+}
+
+NDArray NDArray::view(std::shared_ptr<void> owner, void* data, std::vector<int64_t> shape,
+                      DLDataType dtype) {
+  if (!owner || data == nullptr || reinterpret_cast<uintptr_t>(data) % ANVIL_ALIGNMENT != 0)
+    throw std::invalid_argument("NDArray::view(" + shape_string(shape) +
+                                "): needs an owner and ANVIL_ALIGNMENT-aligned data");
+  NDArray array = empty({0}, dtype);  // checks the dtype
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("NDArray::view(" + shape_string(shape) + "): negative");
+    numel *= d;
+  }
+  State& s = *array.state_;
+  std::free(s.tensor.data);
+  s.owner = std::move(owner);
+  s.shape = std::move(shape);
+  s.nbytes = static_cast<size_t>((numel * dtype.bits * dtype.lanes + 7) / 8);
+  s.tensor.data = data;
+  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
+  s.tensor.shape = s.shape.data();
   return array;
 }
 

@@ -19,6 +19,11 @@ class NDArray {
   // Uninitialized storage of the given shape and dtype (zero-filled when `zero`).
   // Throws std::invalid_argument naming the shape for negative dimensions.
   static NDArray empty(std::vector<int64_t> shape, DLDataType dtype, bool zero = false);
+  // An array over `data` (ANVIL_ALIGNMENT-aligned, at least the shape's bytes), which `owner` keeps
+  // alive as long as any copy of the array lives; nothing is copied (a model's parameters are
+  // views of one block: runtime/host_memory.h).
+  static NDArray view(std::shared_ptr<void> owner, void* data, std::vector<int64_t> shape,
+                      DLDataType dtype);
 
   bool defined() const { return state_ != nullptr; }
   // get() and data() are NULL for an undefined NDArray (a kernel's check then names the argument);

@@ -6,7 +6,7 @@
 // page-faults megabytes afresh (measured: Winograd's 4-5 MB of transforms made a 0.8 ms
 // convolution take 1.3-2.4 ms). The pool keeps freed blocks by size, up to kMaxCachedBytes in all;
 // a request of a size seen before reuses one. Each block carries its size in a header of
-// ANVIL_ALIGNMENT bytes just before the pointer the kernel gets.
+// ANVIL_ALIGNMENT bytes just before the pointer the kernel gets. Blocks come from host_alloc.
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/host_memory.h"
 
 namespace {
 
@@ -58,7 +59,9 @@ void* AnvilWorkspaceAlloc(uint64_t nbytes) {
         p.cached_bytes -= size;
       }
     }
-    if (block == nullptr) block = std::aligned_alloc(ANVIL_ALIGNMENT, size);
+    // Large blocks are huge-page blocks (host_memory.h): a kernel's temporaries sit where they
+    // sit in every process.
+    if (block == nullptr) block = anvil::runtime::host_alloc(size);
     if (block != nullptr) size_header(block) = size;
   }
   if (block == nullptr) {
@@ -83,7 +86,7 @@ void AnvilWorkspaceFree(void* ptr) {
       return;
     }
   }
-  std::free(block);
+  anvil::runtime::host_free(block, size);
 }
 
 }  // extern "C"

@@ -386,13 +386,26 @@ TEST(Winograd, SpaceListsDefaultsFirst) {
 
 TEST(Winograd, TileRule) {
   // Large maps take F(4x4); a 7x7 map with 512 channels takes F(2x2) (its F(4x4) GEMM has 4
-  // rows and a 37 MB weight: bound by memory), a small weight keeps F(4x4).
-  EXPECT_EQ(winograd_tile(64, 64, 56, 56), 4);
-  EXPECT_EQ(winograd_tile(256, 256, 14, 14), 4);
-  EXPECT_EQ(winograd_tile(512, 512, 7, 7), 2);
-  EXPECT_EQ(winograd_tile(64, 64, 7, 7), 4);
-  // A 2-wide map wastes less with F(2x2).
-  EXPECT_EQ(winograd_tile(64, 64, 2, 2), 2);
+  // rows and a 37 MB weight: bound by memory), a small weight keeps F(4x4). The same on every
+  // machine the table knows, whatever its L2.
+  for (const char* cpu : {"", " -mcpu=znver3", " -mcpu=znver5", " -mcpu=sapphirerapids"}) {
+    Target t = Target::parse(std::string("llvm") + cpu);
+    EXPECT_EQ(winograd_tile(64, 64, 56, 56, t), 4) << cpu;
+    EXPECT_EQ(winograd_tile(256, 256, 14, 14, t), 4) << cpu;
+    EXPECT_EQ(winograd_tile(512, 512, 7, 7, t), 2) << cpu;
+    // A 2-wide map wastes less with F(2x2).
+    EXPECT_EQ(winograd_tile(64, 64, 2, 2, t), 2) << cpu;
+  }
+  // The L2 decides between the two where F(4x4) has few rows: 8x8 maps (4 tiles of 4x4) with 128
+  // channels have a 2.25 MiB F(4x4) weight, within a 4 MiB L2 and not a 512 KiB one.
+  Target small = Target::parse("llvm -mcpu=znver3");
+  Target large = small;
+  large.l2_bytes = 4 << 20;
+  EXPECT_EQ(winograd_tile(128, 128, 8, 8, small), 2);
+  EXPECT_EQ(winograd_tile(128, 128, 8, 8, large), 4);
+  // A 7x7 map with 64 channels: a 576 KiB F(4x4) weight, past Zen 3's 512 KiB L2, within Zen 5's.
+  EXPECT_EQ(winograd_tile(64, 64, 7, 7, small), 2);
+  EXPECT_EQ(winograd_tile(64, 64, 7, 7, Target::parse("llvm -mcpu=znver5")), 4);
 }
 
 TEST(Winograd, PreferRule) {

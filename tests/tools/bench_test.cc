@@ -5,6 +5,8 @@
 // answer garbage, each a row with a note naming what went wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "anvil/autotune/records.h"
@@ -177,7 +179,7 @@ TEST_F(Cli, BenchRefusesBadArguments) {
                {"no/such/dir/x.json", "does not exist"});
   expect_error("bench zoo:dqn --worker =cmd", 1, {"--worker"});
   write(path("garbage.onnx"), "not a protobuf");
-  expect_error("bench garbage.onnx --baselines none", 2, {"garbage.onnx"});
+  expect_error("bench garbage.onnx --baselines none", 2, {"garbage.onnx", "1 of 1 models failed"});
 }
 
 TEST_F(Cli, BenchWithoutOnnxRuntimeInstalledSaysHowToInstallIt) {
@@ -222,6 +224,60 @@ TEST_F(Cli, BenchWithTuningRecordsTimesTheUntunedBuild) {
   expect_error("bench dqn --baselines none --tuning-records nothing.json", 2, {"nothing.json"});
 }
 
+// --processes N: each side in N fresh processes (Anvil's through `anvil bench-worker`); a row's
+// median is the median of the per-process medians, and the summary keeps them with their spread.
+TEST_F(Cli, BenchProcessesReportsTheMedianOfPerProcessMedians) {
+  Result r = anvil(
+      "bench zoo:dqn --threads 1 --runs 3 --block 1 --warmup 0 --processes 3 "
+      "--baselines ref " +
+      worker("ref") + " --summary-json processes.json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("spread over 3 processes: Anvil "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spread Anvil / baseline"), std::string::npos) << r.out;
+  json summary = read_json(path("processes.json"));
+  const json* row = find_row(summary, "ref");
+  ASSERT_NE(row, nullptr) << summary;
+  for (const char* side : {"anvil", "baseline"}) {
+    SCOPED_TRACE(side);
+    std::vector<double> ms = (*row)[std::string(side) + "_process_ms"].get<std::vector<double>>();
+    ASSERT_EQ(ms.size(), 3u);
+    std::sort(ms.begin(), ms.end());
+    EXPECT_DOUBLE_EQ((*row)[std::string(side) + "_ms"].get<double>(), ms[1]);
+    EXPECT_DOUBLE_EQ((*row)[std::string(side) + "_spread"].get<double>(), (ms[2] - ms[0]) / ms[1]);
+  }
+  // --processes 0: Anvil in the bench's own process, no per-process figures.
+  Result in_process = anvil(
+      "bench zoo:dqn --threads 1 --runs 2 --block 1 --warmup 0 "
+      "--processes 0 --baselines none --summary-json one.json");
+  ASSERT_EQ(in_process.code, 0) << in_process.out << in_process.err;
+  json one = read_json(path("one.json"));
+  EXPECT_FALSE(one["rows"][0].contains("anvil_process_ms")) << one;
+  EXPECT_GT(one["rows"][0]["anvil_ms"].get<double>(), 0);
+}
+
+// A model that cannot be compiled gets a row per thread count with the error; the next model is
+// still timed, and the command fails at the end with the first failure's exit code.
+TEST_F(Cli, BenchGoesOnPastAModelThatFails) {
+  write(path("broken.onnx"), "not a protobuf");
+  Result r = anvil(
+      "bench broken.onnx zoo:dqn --threads 1,2 --runs 1 --block 1 --warmup 0 "
+      "--processes 1 --baselines none --summary-json partial.json");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("1 of 2 models failed: broken.onnx"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("| dqn | 2 | - | "), std::string::npos) << r.out;
+  json summary = read_json(path("partial.json"));
+  ASSERT_EQ(summary["rows"].size(), 4u) << summary;
+  for (int i = 0; i < 2; ++i) {
+    const json& bad = summary["rows"][i];
+    EXPECT_EQ(bad["name"], "broken");
+    EXPECT_TRUE(bad["anvil_ms"].is_null());
+    EXPECT_NE(bad["error"].get<std::string>().find("broken.onnx"), std::string::npos) << bad;
+    const json& good = summary["rows"][2 + i];
+    EXPECT_EQ(good["name"], "dqn");
+    EXPECT_GT(good["anvil_ms"].get<double>(), 0);
+  }
+}
+
 // ---- the report's forms, from figures given here
 
 BenchReport sample_report() {
@@ -229,10 +285,11 @@ BenchReport sample_report() {
   r.cpu = "Test CPU";
   r.peak_gflops_per_core = 100;
   r.runs = 50;
-  r.rows.push_back({"resnet18", 1, 20.0, "onnxruntime", 60.0, 90.9, "", 19.0, 58.0});
-  r.rows.push_back({"resnet18", 1, 20.0, "torch_jit", std::nullopt, 90.9, "it crashed", 19.0, 0});
+  r.rows.push_back({"resnet18", 1, 20.0, "onnxruntime", 60.0, 90.9, "", 19.0, 58.0, {}, {}, ""});
+  r.rows.push_back(
+      {"resnet18", 1, 20.0, "torch_jit", std::nullopt, 90.9, "it crashed", 19.0, 0, {}, {}, ""});
   // Anvil's fastest run is less than half its median: contended.
-  r.rows.push_back({"dqn", 2, 0.2, "onnxruntime", 0.25, 70.0, "", 0.09, 0.24});
+  r.rows.push_back({"dqn", 2, 0.2, "onnxruntime", 0.25, 70.0, "", 0.09, 0.24, {}, {}, ""});
   r.ablation.push_back({"dqn", 2, {0.2, 0.22, 0.3, 0.4}});
   return r;
 }

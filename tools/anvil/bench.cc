@@ -363,6 +363,95 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   return row;
 }
 
+// The same pair with each side in o.processes fresh processes: for each, an Anvil worker
+// (`anvil bench-worker` on `artifact`) and a baseline worker are started, the baseline's outputs
+// are checked against Anvil's (`want`), and blocks of runs alternate between the two until each
+// has `o.runs`; then both are stopped. The row's medians are the medians of the per-process
+// medians. A baseline that fails leaves a note and Anvil's processes go on alone.
+BenchRow bench_pair_processes(const BenchModel& m, int threads, Baseline& b,
+                              const std::string& artifact, const nlohmann::json& input_files,
+                              const std::vector<runtime::NDArray>& want, const BenchOptions& o,
+                              const fs::path& work) {
+  BenchRow row;
+  row.name = m.name;
+  row.threads = threads;
+  row.baseline = b.name;
+  row.note = b.name.empty() ? "" : b.start_error;
+  const std::vector<std::string> anvil_command = {(exe_dir() / "anvil").string(), "bench-worker"};
+  std::vector<double> anvil_all, baseline_all, ignored;
+  for (int p = 0; p < o.processes; ++p) {
+    const std::string dir = (work / (m.name + "-" + (b.name.empty() ? "anvil" : b.name) + "-" +
+                                     std::to_string(threads) + "-" + std::to_string(p)))
+                                .string();
+    fs::create_directories(dir);
+    auto load = [&](Worker& w, const std::string& model) {
+      w.request({{"op", "load"}, {"model", model}, {"threads", threads}, {"inputs", input_files}},
+                kLoadTimeout);
+    };
+    auto time = [&](Worker& w, int runs, std::vector<double>* ms) {
+      nlohmann::json answer = w.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
+      for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
+    };
+    Worker anvil("anvil bench-worker", anvil_command);
+    load(anvil, artifact);
+    std::unique_ptr<Worker> base;
+    if (!b.name.empty() && row.note.empty()) {
+      row.note = error_of([&] {
+        base = std::make_unique<Worker>("baseline " + b.name, b.command);
+        if (b.version.empty()) {
+          b.version = base->version().empty() ? "(no version)" : base->version();
+          std::printf("  baseline %s %s\n", b.name.c_str(), b.version.c_str());
+        }
+        load(*base, m.onnx);
+        nlohmann::json answer = base->request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
+        std::string differs = compare_outputs(want, answer.at("outputs"));
+        if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
+      });
+      if (!row.note.empty()) base.reset();
+    }
+    // Anvil's worker runs the artifact the bench compiled; its outputs are checked once as well.
+    if (p == 0) {
+      nlohmann::json answer = anvil.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
+      std::string differs = compare_outputs(want, answer.at("outputs"));
+      if (!differs.empty())
+        throw std::runtime_error("anvil bench-worker's outputs differ from this process's: " +
+                                 differs);
+    }
+    std::vector<double> anvil_ms, baseline_ms;
+    // The baseline's timing requests: one that fails leaves the note and stops the baseline.
+    auto time_base = [&](int runs, std::vector<double>* ms) {
+      if (!base) return;
+      const std::string failed = error_of([&] { time(*base, runs, ms); });
+      if (failed.empty()) return;
+      row.note = failed;
+      base.reset();
+    };
+    time(anvil, o.warmup, &ignored);
+    time_base(o.warmup, &ignored);
+    while (static_cast<int>(anvil_ms.size()) < o.runs) {
+      pause_between_blocks(o);
+      time(anvil, o.block, &anvil_ms);
+      if (!base) continue;
+      pause_between_blocks(o);
+      time_base(o.block, &baseline_ms);
+    }
+    row.anvil_process_ms.push_back(median(anvil_ms));
+    anvil_all.insert(anvil_all.end(), anvil_ms.begin(), anvil_ms.end());
+    if (base) {
+      row.baseline_process_ms.push_back(median(baseline_ms));
+      baseline_all.insert(baseline_all.end(), baseline_ms.begin(), baseline_ms.end());
+    }
+  }
+  if (!row.note.empty()) {
+    baseline_all.clear();
+    row.baseline_process_ms.clear();
+  }
+  set_times(&row, anvil_all, baseline_all);
+  row.anvil_ms = median(row.anvil_process_ms);
+  if (row.baseline_ms) row.baseline_ms = median(row.baseline_process_ms);
+  return row;
+}
+
 // How many times the tuned and the untuned build are each loaded for their comparison
 // (load_copies: where a load's memory lands moves the model's time by a few percent).
 constexpr int kUntunedLoads = 4;
@@ -441,6 +530,8 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
     std::string line;
     for (Baseline* b : sides) {
       BenchRow row = with_exit_code(kRuntime, "running " + m.name, [&] {
+        if (o.processes > 0)
+          return bench_pair_processes(m, t, *b, base.file, input_files, want, o, work);
         return bench_pair(m, t, *b, base.model, inputs, input_files, want, o, work);
       });
       row.gflops = flops / (row.anvil_ms * 1e6);
@@ -454,6 +545,17 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
       else
         std::snprintf(buf, sizeof buf, "; Anvil %.3f ms", row.anvil_ms);
       line += buf;
+      if (row.anvil_process_ms.size() > 1) {
+        std::snprintf(buf, sizeof buf, " (spread over %zu processes: Anvil %.1f%%",
+                      row.anvil_process_ms.size(), 100 * BenchRow::spread(row.anvil_process_ms));
+        line += buf;
+        if (row.baseline_process_ms.size() > 1) {
+          std::snprintf(buf, sizeof buf, ", %s %.1f%%", b->name.c_str(),
+                        100 * BenchRow::spread(row.baseline_process_ms));
+          line += buf;
+        }
+        line += ")";
+      }
       report->rows.push_back(row);
     }
     if (untuned) {
@@ -592,8 +694,32 @@ void bench_command(const BenchOptions& options) {
   }
   std::fflush(stdout);
 
-  for (const BenchModel& m : models)
-    bench_model(m, o, target, baselines, work, book ? &*book : nullptr, &report);
+  // A model that cannot be compiled, loaded or run gets a row per thread count and baseline with
+  // the error, and the others are still timed; the command fails at the end.
+  std::vector<std::string> failed;
+  ExitCode failed_code = kOk;
+  for (const BenchModel& m : models) {
+    const size_t rows_before = report.rows.size();
+    try {
+      bench_model(m, o, target, baselines, work, book ? &*book : nullptr, &report);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "anvil: error: %s: %s\n", m.spec.c_str(), e.what());
+      const CliError* cli = dynamic_cast<const CliError*>(&e);
+      if (failed.empty()) failed_code = cli ? cli->code() : kCompile;
+      report.rows.resize(rows_before);
+      std::vector<std::string> sides = names.empty() ? std::vector<std::string>{""} : names;
+      for (int t : o.threads)
+        for (const std::string& b : sides) {
+          BenchRow row;
+          row.name = m.name;
+          row.threads = t;
+          row.baseline = b;
+          row.error = e.what();
+          report.rows.push_back(row);
+        }
+      failed.push_back(m.spec);
+    }
+  }
 
   std::printf("\n%s", bench_table(report).c_str());
   if (o.ablation)
@@ -613,6 +739,13 @@ void bench_command(const BenchOptions& options) {
   if (!o.chart.empty()) {
     with_exit_code(kRuntime, "", [&] { write_chart(report, o.chart); });
     std::printf("wrote %s\n", o.chart.c_str());
+  }
+  if (!failed.empty()) {
+    std::string list;
+    for (const std::string& n : failed) list += (list.empty() ? "" : ", ") + n;
+    throw CliError(failed_code, std::to_string(failed.size()) + " of " +
+                                    std::to_string(models.size()) + " models failed: " + list +
+                                    " (their rows carry the errors)");
   }
 }
 

@@ -6,7 +6,11 @@
 // are compared with Anvil's (a row whose outputs disagree carries a note, not a time); then after a
 // warm-up, blocks of `block` timed runs alternate between Anvil and each baseline until each side
 // has `runs`, each block after a pause in which the threads of the side before go to sleep. Medians
-// are reported; speedup = baseline ms / Anvil ms.
+// are reported; speedup = baseline ms / Anvil ms. With --processes N (3 by default) each side runs
+// in N fresh processes in turn (Anvil's through `anvil bench-worker`), and a row's median is the
+// median of the N per-process medians, its spread (max - min) / median of them: where a
+// process's memory lands can move a model's time for the life of that process. A model that
+// fails to compile gets rows with the error, and the bench goes on to the next.
 //
 // The baselines' requests (the workers in tools/bench/ serve them; `--worker NAME=COMMAND` plugs
 // in another):
@@ -49,13 +53,23 @@ struct BenchOptions {
   int runs = 50;               // timed runs per side (rounded up to whole blocks)
   int block = 10;              // runs per block
   int warmup = 5;              // untimed runs per side before the first block
-  int pause_ms = 20;         // idle time before each block, then until the cores are idle (0: none)
+  int pause_ms = 20;  // idle time before each block, then until the cores are idle (0: none)
+  // Fresh processes per side and row (Anvil's: `anvil bench-worker` on the saved artifact),
+  // started in turn, each timing `runs` runs interleaved with the other side's; a row reports the
+  // median of the per-process medians and their spread. 0: Anvil runs in this process, against
+  // one baseline process (the untuned and ablation comparisons always run here).
+  int processes = 3;
   bool ablation = false;     // also time each model with fusion and layout alteration off
   bool profile = false;      // also time each kernel (`runs` calls each; table and summary JSON)
   std::string summary_json;  // write the summary JSON here
   std::string chart;         // write the PNG chart here
 };
 void bench_command(const BenchOptions& options);
+
+// `anvil bench-worker`: serves the protocol above on stdin and stdout for one artifact at a time
+// ("model" names a model.so, or an ONNX file it compiles for the host with `tuning_records`), the
+// Anvil side of --processes.
+void bench_worker_command(const std::string& tuning_records = "");
 
 // The five workloads of the paper, by zoo name.
 std::vector<std::string> default_bench_models();

@@ -55,15 +55,38 @@ std::string cpu_name() {
   return "unknown CPU";
 }
 
+double BenchRow::spread(const std::vector<double>& ms) {
+  if (ms.size() < 2) return 0;
+  std::vector<double> v = ms;
+  std::sort(v.begin(), v.end());
+  const double median =
+      v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return median > 0 ? (v.back() - v.front()) / median : 0;
+}
+
 std::string bench_table(const BenchReport& r) {
-  std::string s = table_line({"model", "threads", "baseline", "baseline ms", "Anvil ms", "speedup",
-                              "Anvil GFLOP/s", "of peak"}) +
-                  separator(8, 3);
+  const bool processes = std::any_of(r.rows.begin(), r.rows.end(), [](const BenchRow& row) {
+    return row.anvil_process_ms.size() > 1;
+  });
+  std::vector<std::string> head = {"model",    "threads", "baseline",      "baseline ms",
+                                   "Anvil ms", "speedup", "Anvil GFLOP/s", "of peak"};
+  if (processes) head.push_back("spread Anvil / baseline");
+  std::string s = table_line(head) + separator(head.size(), 3);
   std::vector<std::string> notes;
   bool contended = false, above_peak = false;
+  auto percent = [](const std::vector<double>& ms) {
+    return ms.size() > 1 ? fixed(100 * BenchRow::spread(ms), 1) + "%" : std::string("-");
+  };
   for (const BenchRow& row : r.rows) {
     const std::string side = r.gpu.empty() ? std::to_string(row.threads) : "GPU";
     std::vector<std::string> cells = {row.name, side, row.baseline.empty() ? "-" : row.baseline};
+    if (!row.error.empty()) {
+      notes.push_back("(" + std::to_string(notes.size() + 1) + ") " + row.name + ": " + row.error);
+      cells.insert(cells.end(), {"-", "(" + std::to_string(notes.size()) + ")", "-", "-", "-"});
+      if (processes) cells.push_back("-");
+      s += table_line(cells);
+      continue;
+    }
     if (row.baseline_ms) {
       cells.push_back(ms_string(*row.baseline_ms));
       cells.push_back(ms_string(row.anvil_ms));
@@ -85,6 +108,8 @@ std::string bench_table(const BenchReport& r) {
     const double peak = r.gpu.empty() ? r.peak_gflops_per_core * row.threads : 0;
     cells.push_back(peak > 0 ? fixed(100 * row.gflops / peak, 1) + "%" : "-");
     above_peak = above_peak || (peak > 0 && row.gflops > peak);
+    if (processes)
+      cells.push_back(percent(row.anvil_process_ms) + " / " + percent(row.baseline_process_ms));
     s += table_line(cells);
   }
   for (const std::string& n : notes) s += n + "\n";
@@ -121,10 +146,27 @@ nlohmann::json summary_json(const BenchReport& r) {
   out["runs"] = r.runs;
   out["rows"] = nlohmann::json::array();
   for (const BenchRow& row : r.rows) {
+    if (!row.error.empty()) {
+      out["rows"].push_back({{"name", row.name},
+                             {"threads", row.threads},
+                             {"baseline", row.baseline.empty() ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(row.baseline)},
+                             {"anvil_ms", nullptr},
+                             {"error", row.error}});
+      continue;
+    }
     nlohmann::json j = {{"name", row.name},
                         {"threads", row.threads},
                         {"anvil_ms", row.anvil_ms},
                         {"gflops", row.gflops}};
+    if (row.anvil_process_ms.size() > 1) {
+      j["anvil_process_ms"] = row.anvil_process_ms;
+      j["anvil_spread"] = BenchRow::spread(row.anvil_process_ms);
+    }
+    if (row.baseline_process_ms.size() > 1) {
+      j["baseline_process_ms"] = row.baseline_process_ms;
+      j["baseline_spread"] = BenchRow::spread(row.baseline_process_ms);
+    }
     const double peak = r.gpu.empty() ? r.peak_gflops_per_core * row.threads : 0;
     j["peak_fraction"] = peak > 0 ? nlohmann::json(row.gflops / peak) : nlohmann::json(nullptr);
     j["baseline"] = row.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.baseline);
@@ -156,13 +198,16 @@ nlohmann::json summary_json(const BenchReport& r) {
         return a.median_seconds > b.median_seconds;
       });
       nlohmann::json list = nlohmann::json::array();
-      for (const runtime::KernelProfile& k : kernels)
+      for (const runtime::KernelProfile& k : kernels) {
         list.push_back({{"kernel", k.kernel},
                         {"nodes", k.nodes},
                         {"ms", k.median_seconds * 1e3},
                         {"gflops", k.flops > 0 && k.median_seconds > 0
                                        ? nlohmann::json(k.flops / k.median_seconds / 1e9)
                                        : nlohmann::json(nullptr)}});
+        // Winograd's rate counts the direct convolution's FLOPs (profile_table's "e").
+        if (k.kernel.find("winograd") != std::string::npos) list.back()["effective"] = true;
+      }
       out["profiles"].push_back(
           {{"name", p.name}, {"threads", p.threads}, {"runs", p.runs}, {"kernels", list}});
     }

@@ -26,7 +26,13 @@ struct BenchRow {
   // The fastest run of each side: a median far above it means another process took the cores.
   double anvil_min_ms = 0;
   double baseline_min_ms = 0;
+  // With --processes: each process's median, per side.
+  std::vector<double> anvil_process_ms, baseline_process_ms;
+  // Anvil could not compile, load or run the model: why (the row has no times).
+  std::string error;
   double speedup() const { return baseline_ms ? *baseline_ms / anvil_ms : 0; }
+  // (max - min) / median of per-process medians; 0 with fewer than two processes.
+  static double spread(const std::vector<double>& process_ms);
   // Either side's median is more than twice its fastest run.
   bool contended() const {
     return (anvil_min_ms > 0 && anvil_ms > 2 * anvil_min_ms) ||

@@ -16,11 +16,13 @@
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/host_memory.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
 #include "anvil/target/peak.h"
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
+#include "tools/anvil/bench_report.h"
 
 namespace anvil::cli {
 
@@ -436,6 +438,18 @@ void inspect_command(const InspectOptions& o) {
       std::cout << cg.c_source();
     }
   });
+}
+
+void env_command(const std::string& target_text) {
+  const Target t = with_exit_code(kUsage, "--target '" + target_text + "'",
+                                  [&] { return Target::parse(target_text); });
+  std::cout << "CPU: " << cpu_name() << "\n" << t.describe();
+  const std::string thp = runtime::huge_page_mode();
+  std::cout << "transparent huge pages: " << thp
+            << (thp == "always" || thp == "madvise"
+                    ? " (a model's parameters, arenas and workspaces get them)\n"
+                    : " (a model's memory stays in small pages: its time may vary more from one "
+                      "process to the next)\n");
 }
 
 void zoo_list_command() {

@@ -52,6 +52,10 @@ std::vector<std::string> inspect_stages();
 
 void zoo_list_command();
 
+// `anvil env`: the CPU, what `target_text` says of the machine (Target::describe: vector width,
+// registers, FMA units, caches, cores, the measured peak) and the kernel's huge page mode.
+void env_command(const std::string& target_text);
+
 struct ZooExportOptions {
   std::string name;
   std::string output;  // default NAME.onnx

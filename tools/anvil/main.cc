@@ -208,7 +208,14 @@ int main(int argc, char** argv) {
                 "Tuning records: Anvil's kernels get their best recorded configurations, and the "
                 "untuned build is timed too (baseline 'untuned')")
       ->type_name("FILE");
-  b->add_option("--runs", bench.runs, "Timed runs per side, at least (whole blocks)")
+  b->add_option("--processes", bench.processes,
+                "Fresh processes per side and row, started in turn; a row's median is the median "
+                "of the per-process medians, with their spread (0: Anvil runs in this process)")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000));
+  b->add_option("--runs", bench.runs,
+                "Timed runs per side (per process with --processes), at least (whole blocks)")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
@@ -307,6 +314,21 @@ int main(int argc, char** argv) {
   // The tuner's measurement process (anvil/autotune/measure.h): not for people.
   CLI::App* mw = app.add_subcommand("measure-worker", "");
   mw->group("");
+  // Anvil's side of `anvil bench --processes`: an artifact in a process of its own (bench.h).
+  CLI::App* bw = app.add_subcommand("bench-worker", "");
+  bw->group("");
+  std::string bench_worker_records;
+  bw->add_option("--tuning-records", bench_worker_records);
+
+  std::string env_target = "llvm";
+  CLI::App* env = app.add_subcommand(
+      "env",
+      "What Anvil knows of the machine: vector width, registers, FMA units, caches, cores, "
+      "measured peak, huge pages");
+  env->add_option("--target", env_target, "The target to describe (default: this host)")
+      ->capture_default_str()
+      ->type_name("TARGET");
+  env->footer("Examples:\n  anvil env\n  anvil env --target 'llvm -mcpu=znver4'");
 
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
@@ -327,6 +349,7 @@ int main(int argc, char** argv) {
       "  anvil inspect zoo:dqn --stage fused\n"
       "  anvil bench resnet18 --baselines onnxruntime\n"
       "  anvil tune zoo:dqn --trials 20 --tuning-records dqn.json\n"
+      "  anvil env\n"
       "Run 'anvil COMMAND --help' for a command's options.");
 
   std::string unknown = argc > 1 ? unknown_command(app, argv[1]) : "";
@@ -358,6 +381,10 @@ int main(int argc, char** argv) {
       tune_command(tune);
     } else if (mw->parsed()) {
       measure_worker_command();
+    } else if (bw->parsed()) {
+      bench_worker_command(bench_worker_records);
+    } else if (env->parsed()) {
+      env_command(env_target);
     } else if (zoo->got_subcommand("list")) {
       zoo_list_command();
     } else if (ze->parsed()) {
