@@ -51,6 +51,7 @@ struct BenchOptions {
   int warmup = 5;              // untimed runs per side before the first block
   int pause_ms = 20;         // idle time before each block, then until the cores are idle (0: none)
   bool ablation = false;     // also time each model with fusion and layout alteration off
+  bool strict = false;       // a kernel that loses its schedule is a compile error
   bool profile = false;      // also time each kernel (`runs` calls each; table and summary JSON)
   std::string summary_json;  // write the summary JSON here
   std::string chart;         // write the PNG chart here
