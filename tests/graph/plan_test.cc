@@ -1,12 +1,14 @@
 // Kernel plans (plan.h): the builder and the tuner see the same kernels. For every zoo model (and
 // two small ONNX models) on the CPU and a GPU target, the tasks extract_tasks returns name,
-// count and weigh exactly the tunable kernels plan_kernels plans; for the small models the kernels
+// count and weigh exactly the tunable kernels plan_kernels plans (and are the tasks it returned
+// before it used plans: tasks_before_plans is its old code); for the small models the kernels
 // CompiledGraph::build compiles are those plans, and a configuration the records give a task is
 // exactly the configuration its kernels carry.
 #include "anvil/graph/plan.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/task.h"
 #include "anvil/frontend/onnx/importer.h"
+#include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "frontend/onnx_model_builder.h"
 
@@ -68,6 +71,47 @@ void expect_tasks_match_plans(const std::vector<KernelPlan>& plans,
   }
 }
 
+// The tasks of `g` as extract_tasks found them before plan_kernels existed (its own anchor choice,
+// naming and FLOP count over optimize() and fuse()): the oracle that plans keep them unchanged.
+std::vector<ModelTask> tasks_before_plans(const Graph& g, const Target& target,
+                                          const BuildOptions& options) {
+  Graph gr = CompiledGraph::optimize(g, target, options);
+  std::vector<FusedGroup> groups = fuse(gr, options.fuse);
+  std::vector<ModelTask> tasks;
+  std::map<std::string, size_t> index;
+  double total = graph_flops(gr);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    NodeId n = groups[i].anchor >= 0 ? groups[i].anchor : groups[i].nodes.back();
+    const Node& node = gr.node(n);
+    Task t{node.op, {}, node.attrs, target.str()};
+    for (ValueId v : node.inputs) t.inputs.push_back(gr.value(v).type);
+    if (t.space().empty()) continue;
+    double flops = 0;
+    for (NodeId m : groups[i].nodes) flops += node_flops(gr, m);
+    auto [it, added] = index.emplace(t.key(), tasks.size());
+    if (added) tasks.push_back({t, 0, 0, 0, {}});
+    tasks[it->second].count += 1;
+    tasks[it->second].flops += flops;
+    tasks[it->second].kernels.push_back("fused_" + std::to_string(i) + "_" + node.op);
+  }
+  for (ModelTask& mt : tasks) mt.share = total > 0 ? mt.flops / total : 0;
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const ModelTask& a, const ModelTask& b) { return a.flops > b.flops; });
+  return tasks;
+}
+
+void expect_same_tasks(const std::vector<ModelTask>& got, const std::vector<ModelTask>& want,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].task.key(), want[i].task.key()) << what << ": task " << i;
+    EXPECT_EQ(got[i].count, want[i].count) << what << ": " << want[i].task.str();
+    EXPECT_EQ(got[i].flops, want[i].flops) << what << ": " << want[i].task.str();
+    EXPECT_EQ(got[i].share, want[i].share) << what << ": " << want[i].task.str();
+    EXPECT_EQ(got[i].kernels, want[i].kernels) << what << ": " << want[i].task.str();
+  }
+}
+
 std::vector<KernelPlan> plans_of(const Graph& g, const Target& target,
                                  const BuildOptions& options) {
   Graph opt = CompiledGraph::optimize(g, target, options);
@@ -106,7 +150,9 @@ void check_configs(const Graph& g, const Target& target, bool build, const std::
   for (const KernelPlan& p : plans) {
     auto it = recorded.find(p.name);
     EXPECT_EQ(p.tuned, it != recorded.end()) << what << ": " << p.name;
-    if (it != recorded.end()) EXPECT_EQ(p.config, it->second) << what << ": " << p.name;
+    if (it != recorded.end()) {
+      EXPECT_EQ(p.config, it->second) << what << ": " << p.name;
+    }
   }
   if (!build) return;
 
@@ -123,7 +169,9 @@ void check_configs(const Graph& g, const Target& target, bool build, const std::
     EXPECT_DOUBLE_EQ(k.flops, p.flops) << what << ": " << k.name;
     auto it = recorded.find(k.name);
     EXPECT_EQ(k.tuned, it != recorded.end()) << what << ": " << k.name;
-    if (it != recorded.end()) EXPECT_EQ(k.config, it->second) << what << ": " << k.name;
+    if (it != recorded.end()) {
+      EXPECT_EQ(k.config, it->second) << what << ": " << k.name;
+    }
   }
   // The tuned plans are still the tasks' kernels.
   expect_tasks_match_plans(plans, tasks, target, what + " (with records)");
@@ -200,7 +248,9 @@ TEST(PlanKernels, TasksAreTheTunablePlansOfEveryZooModel) {
           EXPECT_EQ(plans[i].name, "fused_" + std::to_string(i) + "_" + plans[i].op) << what;
           EXPECT_FALSE(plans[i].tuned) << what;
         }
-        expect_tasks_match_plans(plans, autotune::extract_tasks(g, target, options), target, what);
+        std::vector<ModelTask> tasks = autotune::extract_tasks(g, target, options);
+        expect_tasks_match_plans(plans, tasks, target, what);
+        expect_same_tasks(tasks, tasks_before_plans(g, target, options), what);
       }
     }
   }
@@ -229,9 +279,9 @@ TEST(PlanKernels, TasksAreTheTunablePlansOfSmallOnnxModels) {
       BuildOptions options;
       options.fuse = fused;
       std::string what = std::string(name) + (fused ? "" : " unfused");
-      expect_tasks_match_plans(plans_of(g, Target::host(), options),
-                               autotune::extract_tasks(g, Target::host(), options), Target::host(),
-                               what);
+      std::vector<ModelTask> tasks = autotune::extract_tasks(g, Target::host(), options);
+      expect_tasks_match_plans(plans_of(g, Target::host(), options), tasks, Target::host(), what);
+      expect_same_tasks(tasks, tasks_before_plans(g, Target::host(), options), what);
     }
   }
 }
