@@ -210,7 +210,7 @@ ScheduledGroup schedule_cpu(const Graph& g, const KernelPlan& p, const GroupFunc
     ANVIL_FAIL("build: kernel ", p.name, " (nodes ", node_list(g, p.group.nodes),
                ") cannot be lowered: ", error);
   return {"default loops (" + why + ")",
-          CompiledGraph::Fallback{p.name, p.op, why, "default loops"}};
+          CompiledGraph::Fallback{p.name, p.op, why, "default loops"}, false};
 }
 
 // A GPU kernel's schedule: the anchor op's (schedule_for: its schedule_gpu with the plan's

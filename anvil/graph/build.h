@@ -99,7 +99,8 @@ class CompiledGraph {
     size_t num_inputs = 0;
     std::string schedule;  // which schedule was applied
     double flops = 0;      // per call: the sum of node_flops over its nodes (flops.h)
-    bool tuned = false;    // BuildOptions::config_for gave its configuration
+    bool tuned = false;    // BuildOptions::config_for gave its configuration (and no fallback
+                           // dropped it)
     ops::Config config;    // that configuration (empty: the default rule)
   };
   const std::vector<Kernel>& kernels() const { return kernels_; }
