@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "anvil/graph/flops.h"
+#include "anvil/graph/plan.h"
 #include "anvil/support/error.h"
 
 namespace anvil::autotune {
@@ -103,28 +104,20 @@ ops::ConfigSpace Task::space() const {
 std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
                                      const graph::BuildOptions& options) {
   graph::Graph gr = graph::CompiledGraph::optimize(g, target, options);
-  std::vector<graph::FusedGroup> groups = graph::fuse(gr, options.fuse);
+  std::vector<graph::KernelPlan> plans =
+      graph::plan_kernels(gr, graph::fuse(gr, options.fuse), target, options);
   std::vector<ModelTask> tasks;
   std::map<std::string, size_t> index;
   double total = graph::graph_flops(gr);
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const graph::FusedGroup& group = groups[i];
-    graph::NodeId n = group.anchor >= 0 ? group.anchor : group.nodes.back();
-    const graph::Node& node = gr.node(n);
-    Task t;
-    t.op = node.op;
-    for (graph::ValueId v : node.inputs) t.inputs.push_back(gr.value(v).type);
-    t.attrs = node.attrs;
-    t.target = target.str();
-    if (t.space().empty()) continue;
-    double flops = 0;
-    for (graph::NodeId m : group.nodes) flops += graph::node_flops(gr, m);
+  for (const graph::KernelPlan& p : plans) {
+    if (!p.tunable) continue;
+    Task t{p.op, p.inputs, p.attrs, target.str()};
     auto [it, added] = index.emplace(t.key(), tasks.size());
     if (added) tasks.push_back({t, 0, 0, 0, {}});
     ModelTask& mt = tasks[it->second];
     mt.count += 1;
-    mt.flops += flops;
-    mt.kernels.push_back("fused_" + std::to_string(i) + "_" + node.op);
+    mt.flops += p.flops;
+    mt.kernels.push_back(p.name);
   }
   for (ModelTask& mt : tasks) mt.share = total > 0 ? mt.flops / total : 0;
   std::stable_sort(tasks.begin(), tasks.end(),

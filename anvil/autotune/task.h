@@ -60,8 +60,9 @@ struct ModelTask {
   std::vector<std::string> kernels;  // their names (fused_3_conv2d_nchwc, ...)
 };
 
-// The distinct tunable tasks of `g` as CompiledGraph::build would compile it for `target` (after
-// the passes and fusion: each fused group's anchor with its input types), largest share first.
+// The distinct tunable tasks of `g` as CompiledGraph::build would compile it for `target`: the
+// kernels graph::plan_kernels plans (the build's own), each tunable one's scheduling node with its
+// input types and attributes, named and counted as the build names them; largest share first.
 std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
                                      const graph::BuildOptions& options);
 

@@ -1,44 +1,26 @@
 // Graph compilation and execution (build.h).
 //
-// Each fused group becomes one tensor-expression function: a placeholder per group input
-// (constants included: they are passed from the graph's constants at run time), every node's
-// compute in order, and the sink's outputs as the function's outputs. The schedule is tried in
-// order of preference until one lowers:
-//   1. the anchor's schedule_x86 on the group outputs (it inlines the epilogue stages itself); for
-//      a purely injective group, every non-output stage inlined and the sink's schedule_x86;
-//   2. for an anchor with an epilogue whose schedule wants to be given its own output (dense
-//      finds its reduction among its output's direct inputs): the anchor's schedule on the
-//      anchor's output (an intermediate of the kernel), the epilogue stages inlined into the group
-//      output and that scheduled by the sink's schedule;
-//   3. the default loop nests (correct, unoptimized), recorded in the summary.
-// For a GPU target every group takes its anchor op's GPU schedule (ops::schedule_gpu_default when
-// it has none or it refuses the group) and lower_gpu; the kernels and
-// their host library are compiled without a device, and loaded only when the device is there.
+// plan_kernels (plan.h) decides each kernel: its name, scheduling node, FLOPs, arguments and
+// configuration. Each fused group then becomes one tensor-expression function: a placeholder per
+// group input (constants included: they are passed from the graph's constants at run time), every
+// node's compute in order, and the sink's outputs as the function's outputs. schedule_group
+// schedules and lowers it; the target kind's backend (backend.h) compiles every kernel.
 #include "anvil/graph/build.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
-#include <fstream>
-
-#include "anvil/codegen/c/codegen_c.h"
-#include "anvil/codegen/gpu/codegen_gpu.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
-#include "anvil/graph/flops.h"
+#include "anvil/graph/plan.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
 #include "anvil/ops/schedule_gpu.h"
-#include "anvil/runtime/device_api.h"
 #include "anvil/runtime/graph_executor.h"
-#include "anvil/runtime/module.h"
 #include "anvil/support/error.h"
 
 namespace anvil::graph {
@@ -159,31 +141,114 @@ std::string param_name(const Graph& g, ValueId v, std::set<std::string>& taken) 
   return name;
 }
 
-// Runs `write` (which compiles a library to the path it is given) in a temporary directory and
-// returns the library's bytes (the artifact embeds them; Module::load_from_memory loads them).
-template <typename F>
-std::string compile_library(F&& write) {
-  namespace fs = std::filesystem;
-  static std::atomic<int> counter{0};
-  fs::path dir = fs::temp_directory_path() /
-                 ("anvil-c-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::create_directories(dir);
-  std::string bytes;
+// How schedule_group scheduled a kernel.
+struct ScheduledGroup {
+  std::string schedule;                             // Kernel::schedule
+  std::optional<CompiledGraph::Fallback> fallback;  // set when it did not get its op's schedule
+  bool config_applied = true;  // false: the plan's configuration was not the schedule's
+};
+
+// Runs `schedule` on a fresh schedule of `f` and lowers it with `lower_fn` into `out`. Returns
+// the error of a schedule or lowering that refuses the group (an anvil::Error), "" on success. An
+// InternalError, or any exception that is not an anvil::Error, is a bug, never a refusal: it
+// propagates.
+template <typename ScheduleFn, typename LowerFn, typename Out>
+std::string try_schedule(const GroupFunc& f, ScheduleFn&& schedule, LowerFn&& lower_fn,
+                         std::vector<Out>& out) {
   try {
-    write((dir / "kernels.so").string());
-    std::ifstream f(dir / "kernels.so", std::ios::binary);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    bytes = ss.str();
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
+    te::Schedule s(f.outputs);
+    schedule(s);
+    out.push_back(lower_fn(s));
+    return "";
+  } catch (const InternalError&) {
     throw;
+  } catch (const Error& e) {
+    std::string why = e.what();
+    return why.empty() ? "(no message)" : why;
   }
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
-  ANVIL_CHECK(!bytes.empty(), "build: the C compiler produced an empty library");
-  return bytes;
+}
+
+// A CPU kernel's schedule, in order of preference until one lowers:
+//   1. the anchor's schedule_x86 on the group outputs (it inlines the epilogue stages itself); for
+//      a purely injective group, every non-output stage inlined and the sink's schedule_x86;
+//   2. for an anchor with an epilogue whose schedule wants to be given its own output (dense
+//      finds its reduction among its output's direct inputs): the anchor's schedule on the
+//      anchor's output (an intermediate of the kernel), the epilogue stages inlined into the group
+//      output and that scheduled by the sink's schedule. By design, not a fallback;
+//   3. the default loop nests (correct, unoptimized): a fallback.
+ScheduledGroup schedule_cpu(const Graph& g, const KernelPlan& p, const GroupFunc& f,
+                            const Target& target, std::vector<ir::LoweredFunc>& funcs) {
+  const ops::OpDef& def = ops::lookup(p.op);
+  const Node& sink = g.node(p.group.nodes.back());
+  std::vector<te::Tensor> args = f.inputs;
+  args.insert(args.end(), f.outputs.begin(), f.outputs.end());
+  auto lower_fn = [&](te::Schedule& s) { return lower(s, args, p.name); };
+  std::string why = try_schedule(
+      f,
+      [&](te::Schedule& s) {
+        if (p.group.anchor < 0) inline_stages(s, f.outputs, {});
+        ops::schedule_for(def, s, f.outputs, p.attrs, target, p.config);
+      },
+      lower_fn, funcs);
+  if (why.empty()) return {p.op + " schedule", std::nullopt};
+  if (p.group.anchor >= 0 && p.group.anchor != p.group.nodes.back()) {
+    std::string own = try_schedule(
+        f,
+        [&](te::Schedule& s) {
+          inline_stages(s, f.outputs, f.anchor_stages);
+          ops::schedule_for(def, s, f.anchor_outputs, p.attrs, target, p.config);
+          ops::schedule_for(ops::lookup(sink.op), s, f.outputs, sink.attrs, target, {});
+        },
+        lower_fn, funcs);
+    if (own.empty())
+      return {p.op + " schedule on its own output, epilogue by " + sink.op, std::nullopt};
+    why += "; on its own output: " + own;
+  }
+  std::string error = try_schedule(
+      f, [](te::Schedule&) {}, lower_fn, funcs);
+  if (!error.empty())
+    ANVIL_FAIL("build: kernel ", p.name, " (nodes ", node_list(g, p.group.nodes),
+               ") cannot be lowered: ", error);
+  return {"default loops (" + why + ")",
+          CompiledGraph::Fallback{p.name, p.op, why, "default loops"}, false};
+}
+
+// A GPU kernel's schedule: the anchor op's (schedule_for: its schedule_gpu with the plan's
+// configuration, or schedule_gpu_default, which an op without a GPU schedule of its own tunes).
+// When an op's own schedule refuses the group, the default GPU schedule without the plan's
+// configuration (the op's knobs are not the default schedule's): a fallback. An op that
+// declines some groups by design (grouped convolutions that are not depthwise) calls
+// schedule_gpu_default itself instead of refusing, so that only a failure is reported.
+ScheduledGroup schedule_gpu(const Graph& g, const KernelPlan& p, const GroupFunc& f,
+                            const Target& target, std::vector<ir::DeviceFunc>& funcs) {
+  const ops::OpDef& def = ops::lookup(p.op);
+  std::vector<te::Tensor> args = f.inputs;
+  args.insert(args.end(), f.outputs.begin(), f.outputs.end());
+  auto lower_fn = [&](te::Schedule& s) { return lower_gpu(s, args, p.name, target); };
+  auto cannot = [&](const std::string& why) {
+    ANVIL_FAIL("build: kernel ", p.name, " (nodes ", node_list(g, p.group.nodes),
+               ") cannot be compiled for '", target.str(), "': ", why);
+  };
+  std::string why = try_schedule(
+      f, [&](te::Schedule& s) { ops::schedule_for(def, s, f.outputs, p.attrs, target, p.config); },
+      lower_fn, funcs);
+  if (why.empty())
+    return {def.schedule_gpu ? p.op + " GPU schedule" : "default GPU schedule", std::nullopt};
+  if (!def.schedule_gpu) cannot(why);
+  std::string error = try_schedule(
+      f, [&](te::Schedule& s) { ops::schedule_gpu_default(s, f.outputs, target, {}); }, lower_fn,
+      funcs);
+  if (!error.empty()) cannot(error);
+  return {"default GPU schedule (" + why + ")",
+          CompiledGraph::Fallback{p.name, p.op, why, "the default GPU schedule"}, false};
+}
+
+// Schedules plan `p`'s group function `f` and lowers it into `out` (its funcs for a CPU target,
+// its device_funcs for a GPU one).
+ScheduledGroup schedule_group(const Graph& g, const KernelPlan& p, const GroupFunc& f,
+                              const Target& target, LoweredKernels& out) {
+  return target.is_gpu() ? schedule_gpu(g, p, f, target, out.device_funcs)
+                         : schedule_cpu(g, p, f, target, out.funcs);
 }
 
 }  // namespace
@@ -265,146 +330,39 @@ Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildO
 CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
                                    const BuildOptions& options) {
   CompiledGraph cg;
+  cg.target_ = target;
   cg.graph_ = optimize(g, target, options);
   const Graph& gr = cg.graph_;
   std::vector<FusedGroup> groups = fuse(gr, options.fuse);
   cg.plan_ = plan_memory(gr, groups);
-
-  std::vector<ir::LoweredFunc> funcs;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const FusedGroup& group = groups[i];
-    ANVIL_ICHECK(!group.nodes.empty(), "build: fused group ", i, " is empty");
-    NodeId sched_node = group.anchor >= 0 ? group.anchor : group.nodes.back();
-    const Node& snode = gr.node(sched_node);
+  std::vector<KernelPlan> plans = plan_kernels(gr, groups, target, options);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const KernelPlan& p = plans[i];
+    GroupFunc f = group_function(gr, p.group, i);
+    ScheduledGroup r = schedule_group(gr, p, f, target, cg.lowered_);
+    if (r.fallback) {
+      if (options.strict)
+        ANVIL_FAIL("build: kernel ", p.name, " (", p.op, "; nodes ", node_list(gr, p.group.nodes),
+                   "): schedule failed, and a strict build does not fall back to ",
+                   r.fallback->used, ": ", r.fallback->reason);
+      cg.fallbacks_.push_back(*r.fallback);
+    }
     Kernel k;
-    k.name = "fused_" + std::to_string(i) + "_" + snode.op;
-    k.nodes = group.nodes;
-    for (NodeId n : group.nodes) k.flops += node_flops(gr, n);
-    GroupFunc f = group_function(gr, group, i);
-    k.args = group.inputs;
-    k.num_inputs = group.inputs.size();
-    for (ValueId v : gr.node(group.nodes.back()).outputs) k.args.push_back(v);
-    std::vector<te::Tensor> args = f.inputs;
-    args.insert(args.end(), f.outputs.begin(), f.outputs.end());
-
-    const ops::OpDef& def = ops::lookup(snode.op);
-    if (options.config_for) {
-      std::vector<ops::TensorType> types;
-      for (ValueId v : snode.inputs) types.push_back(gr.value(v).type);
-      if (std::optional<ops::Config> c = options.config_for(snode.op, types, snode.attrs)) {
-        k.tuned = true;
-        k.config = *c;
-      }
-    }
-    if (target.is_gpu()) {
-      // The op's GPU schedule (with its tuned configuration, if any), else the default one.
-      std::string why;
-      if (def.schedule_gpu) {
-        try {
-          te::Schedule s(f.outputs);
-          def.schedule_gpu(s, f.outputs, snode.attrs, target, k.config);
-          cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
-          k.schedule = snode.op + " GPU schedule";
-        } catch (const InternalError&) {
-          throw;
-        } catch (const Error& e) {
-          why = e.what();
-        }
-      }
-      if (k.schedule.empty()) {
-        // An op without a GPU schedule of its own tunes the default one's knobs; the
-        // configuration of an op whose schedule refused the group does not apply to it.
-        bool own = static_cast<bool>(def.schedule_gpu);
-        try {
-          te::Schedule s(f.outputs);
-          ops::schedule_gpu_default(s, f.outputs, target, own ? ops::Config{} : k.config);
-          cg.device_funcs_.push_back(lower_gpu(s, args, k.name, target));
-        } catch (const InternalError&) {
-          throw;
-        } catch (const Error& e) {
-          ANVIL_FAIL("build: kernel ", k.name, " (nodes ", node_list(gr, group.nodes),
-                     ") cannot be compiled for '", target.str(), "': ", e.what());
-        }
-        k.schedule = why.empty() ? "default GPU schedule" : "default GPU schedule (" + why + ")";
-        if (own) k.tuned = false;
-      }
-      cg.kernels_.push_back(std::move(k));
-      continue;
-    }
-    std::string last_error;
-    for (int mode = 0; mode < 3; ++mode) {
-      try {
-        te::Schedule s(f.outputs);
-        if (mode < 2)
-          ANVIL_CHECK(def.schedule_x86, "operator '", snode.op, "' has no x86 schedule");
-        if (mode == 0) {
-          if (group.anchor < 0) inline_stages(s, f.outputs, {});
-          def.schedule_x86(s, f.outputs, target, k.config);
-        } else if (mode == 1) {
-          const Node& sink = gr.node(group.nodes.back());
-          if (group.anchor < 0 || group.anchor == group.nodes.back()) continue;
-          ANVIL_CHECK(ops::lookup(sink.op).schedule_x86, "operator '", sink.op,
-                      "' has no x86 schedule");
-          inline_stages(s, f.outputs, f.anchor_stages);
-          def.schedule_x86(s, f.anchor_outputs, target, k.config);
-          ops::lookup(sink.op).schedule_x86(s, f.outputs, target, {});
-        }
-        funcs.push_back(lower(s, args, k.name));
-        k.schedule = mode == 0   ? snode.op + " schedule"
-                     : mode == 1 ? snode.op + " schedule on its own output, epilogue by " +
-                                       gr.node(group.nodes.back()).op
-                                 : "default loops (" + last_error + ")";
-        break;
-      } catch (const std::exception& e) {
-        last_error = e.what();
-        if (mode == 2)
-          ANVIL_FAIL("build: kernel ", k.name, " (nodes ", node_list(gr, group.nodes),
-                     ") cannot be lowered: ", e.what());
-      }
-    }
+    k.name = p.name;
+    k.nodes = p.group.nodes;
+    k.args = p.args;
+    k.num_inputs = p.num_inputs;
+    k.schedule = r.schedule;
+    k.flops = p.flops;
+    k.tuned = p.tuned && r.config_applied;
+    k.config = p.config;
     cg.kernels_.push_back(std::move(k));
   }
-  cg.funcs_ = funcs;
-  if (target.is_gpu()) {
-    cg.c_library_ = compile_library([&](const std::string& path) {
-      codegen::save_gpu_library(cg.device_funcs_, target, path);
-    });
-  } else if (target.kind == Target::Kind::kC) {
-    cg.c_library_ =
-        compile_library([&](const std::string& path) { codegen::build_c(funcs, path); });
-  } else {
-    cg.module_ = codegen::LLVMModule::compile(funcs, target);
-  }
-  cg.target_ = target;
+  cg.backend_ = Backend::compile(target, cg.lowered_);
   cg.program_ = make_program(cg);
   runtime::GraphProgram program = cg.program_;
-  if (target.is_gpu()) {
-    // Saving needs no device; running does. Without one, run() says why.
-    DLDeviceType type = target.kind == Target::Kind::kCUDA ? kDLCUDA : kDLOpenCL;
-    if (!runtime::Device::available(type, &cg.no_device_)) return cg;
-    try {
-      auto module = std::make_shared<runtime::Module>(
-          runtime::Module::load_from_memory(cg.c_library_, "the GPU kernels"));
-      for (runtime::GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
-      program.keep_alive = module;
-      runtime::attach_device(program, *module);
-    } catch (const std::runtime_error& e) {
-      ANVIL_FAIL("build: ", e.what());
-    }
-  } else if (cg.module_) {
-    for (runtime::GraphProgram::Call& c : program.calls) c.fn = cg.module_->get_function(c.kernel);
-    program.keep_alive = cg.module_;
-  } else {
-    std::shared_ptr<runtime::Module> module;
-    try {
-      module = std::make_shared<runtime::Module>(
-          runtime::Module::load_from_memory(cg.c_library_, "the C kernels"));
-    } catch (const std::runtime_error& e) {
-      ANVIL_FAIL("build: ", e.what());
-    }
-    for (runtime::GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
-    program.keep_alive = module;
-  }
+  // A GPU target's kernels are saved without a device; without one, run() says why.
+  if (!cg.backend_->load(program, &cg.no_device_)) return cg;
   cg.model_ = runtime::Model(std::move(program));
   return cg;
 }
@@ -419,6 +377,10 @@ std::vector<runtime::NDArray> CompiledGraph::run(
   } catch (const std::runtime_error& e) {
     ANVIL_FAIL("run: ", e.what());
   }
+}
+
+std::string CompiledGraph::Fallback::str() const {
+  return "kernel " + kernel + " (" + op + "): schedule failed, using " + used + ": " + reason;
 }
 
 std::string CompiledGraph::summary() const {
@@ -460,7 +422,7 @@ std::string CompiledGraph::lowered_ir(const std::string& kernel) const {
     if (kernels_[i].name != kernel) continue;
     std::ostringstream os;
     if (target_.is_gpu()) {
-      const ir::DeviceFunc& f = device_funcs_.at(i);
+      const ir::DeviceFunc& f = lowered_.device_funcs.at(i);
       os << "// " << f.name << ": " << node_list(graph_, kernels_[i].nodes) << "\n";
       os << "// schedule: " << kernels_[i].schedule << "\n";
       for (const ir::DeviceKernel& k : f.kernels) {
@@ -470,7 +432,7 @@ std::string CompiledGraph::lowered_ir(const std::string& kernel) const {
       }
       return os.str();
     }
-    const ir::LoweredFunc& f = funcs_.at(i);
+    const ir::LoweredFunc& f = lowered_.funcs.at(i);
     os << "// " << f.name << ": " << node_list(graph_, kernels_[i].nodes) << "\n";
     os << "// schedule: " << kernels_[i].schedule << "\n";
     os << f.name << "(";
@@ -487,7 +449,8 @@ std::string CompiledGraph::lowered_ir(const std::string& kernel) const {
 }
 
 std::string CompiledGraph::llvm_ir(const std::string& kernel) const {
-  ANVIL_CHECK(module_, "LLVM IR: the kernels were compiled for target '", target_.str(),
+  const codegen::LLVMModule* module = backend_ ? backend_->llvm_module() : nullptr;
+  ANVIL_CHECK(module, "LLVM IR: the kernels were compiled for target '", target_.str(),
               "', which has no LLVM module (its source is C: c_source)");
   if (!kernel.empty()) {
     bool known = std::any_of(kernels_.begin(), kernels_.end(),
@@ -495,19 +458,19 @@ std::string CompiledGraph::llvm_ir(const std::string& kernel) const {
     ANVIL_CHECK(known, "no kernel named '", kernel, "' (the kernels: ", kernel_names(kernels_),
                 ")");
   }
-  return module_->llvm_ir(kernel);
+  return module->llvm_ir(kernel);
 }
 
 std::string CompiledGraph::assembly() const {
-  ANVIL_CHECK(module_, "assembly: the kernels were compiled for target '", target_.str(),
+  const codegen::LLVMModule* module = backend_ ? backend_->llvm_module() : nullptr;
+  ANVIL_CHECK(module, "assembly: the kernels were compiled for target '", target_.str(),
               "', which has no LLVM module (its source is C: c_source)");
-  return module_->assembly();
+  return module->assembly();
 }
 
 std::string CompiledGraph::c_source() const {
-  if (target_.kind == Target::Kind::kCUDA) return codegen::generate_cuda(device_funcs_);
-  if (target_.kind == Target::Kind::kOpenCL) return codegen::generate_opencl(device_funcs_);
-  return codegen::generate_c(funcs_);
+  ANVIL_CHECK(backend_, "c_source: nothing was compiled");
+  return backend_->source(lowered_);
 }
 
 }  // namespace anvil::graph

@@ -1,6 +1,7 @@
-// Graph compilation: the pass pipeline, fusion, one kernel per fused group (the group's ops'
-// tensor expressions in one schedule, scheduled by the group's anchor), all compiled into one
-// module (LLVM, JIT-compiled; or C, compiled by the system compiler), and the program the
+// Graph compilation: the pass pipeline, fusion, one kernel per fused group as planned by
+// plan_kernels (plan.h; the group's ops' tensor expressions in one schedule, scheduled by the
+// group's anchor), all compiled by the target kind's backend (backend.h: one LLVM module,
+// JIT-compiled; C through the system compiler; a GPU device program), and the program the
 // runtime's graph executor runs: the kernel calls in order over a statically planned arena. The
 // same program, with the kernels as a shared library and the constants, is the artifact save()
 // writes.
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "anvil/graph/backend.h"
 #include "anvil/graph/graph.h"
 #include "anvil/graph/passes.h"
 #include "anvil/ir/function.h"
@@ -19,10 +21,6 @@
 #include "anvil/runtime/graph_executor.h"
 #include "anvil/runtime/model.h"
 #include "anvil/target/target.h"
-
-namespace anvil::codegen {
-class LLVMModule;
-}
 
 namespace anvil::graph {
 
@@ -41,6 +39,12 @@ struct BuildOptions {
   std::function<std::optional<ops::Config>(
       const std::string& op, const std::vector<ops::TensorType>& inputs, const ops::Attrs& attrs)>
       config_for;
+  // A kernel whose schedule fails takes a fallback (the default loop nests; on a GPU, the default
+  // GPU schedule in place of the op's own), recorded in CompiledGraph::fallbacks(). Strict: a
+  // fallback is an anvil::Error naming the kernel, its op and nodes, and the schedule's error.
+  // On by default, so that tests and benchmarks never time or check a kernel that silently lost
+  // its schedule; the command line turns it off unless given --strict, and warns per fallback.
+  bool strict = true;
 };
 
 class CompiledGraph {
@@ -48,7 +52,8 @@ class CompiledGraph {
   // Runs the pass pipeline on `g`, fuses, and compiles one kernel per fused group for `target`
   // (which must be the host's architecture to run; target "c" compiles generated C with the
   // system compiler). Throws anvil::Error naming the group's nodes when a group cannot be
-  // compiled.
+  // compiled, or (options.strict) when one takes a fallback. An anvil::InternalError out of a
+  // schedule is never taken for a refusal: it propagates.
   static CompiledGraph build(const Graph& g, const Target& target, const BuildOptions& options);
 
   // The pass pipeline build() runs before fusion (simplify_inference, fold_constants, with
@@ -94,10 +99,22 @@ class CompiledGraph {
     size_t num_inputs = 0;
     std::string schedule;  // which schedule was applied
     double flops = 0;      // per call: the sum of node_flops over its nodes (flops.h)
-    bool tuned = false;    // BuildOptions::config_for gave its configuration
+    bool tuned = false;    // BuildOptions::config_for gave its configuration (and no fallback
+                           // dropped it)
     ops::Config config;    // that configuration (empty: the default rule)
   };
   const std::vector<Kernel>& kernels() const { return kernels_; }
+
+  // A kernel that did not get its op's schedule (only in a build that is not strict).
+  struct Fallback {
+    std::string kernel;  // Kernel::name
+    std::string op;      // the op whose schedule failed (the kernel's anchor)
+    std::string reason;  // the schedule's error
+    std::string used;  // what the kernel took instead: "default loops", "the default GPU schedule"
+    // "kernel fused_3_conv2d (conv2d): schedule failed, using default loops: <reason>".
+    std::string str() const;
+  };
+  const std::vector<Fallback>& fallbacks() const { return fallbacks_; }
 
   // The model the in-process kernels make (what run() runs).
   const runtime::Model& model() const { return model_; }
@@ -107,10 +124,9 @@ class CompiledGraph {
   Target target_;
   MemoryPlan plan_;
   std::vector<Kernel> kernels_;
-  std::vector<ir::LoweredFunc> funcs_;           // one per kernel, in the same order
-  std::shared_ptr<codegen::LLVMModule> module_;  // target llvm
-  std::string c_library_;  // targets c, cuda, opencl: the compiled library's bytes
-  std::vector<ir::DeviceFunc> device_funcs_;  // GPU targets: one per kernel, in the same order
+  std::vector<Fallback> fallbacks_;
+  LoweredKernels lowered_;                  // one function per kernel, in the same order
+  std::shared_ptr<const Backend> backend_;  // the compiled kernels
   std::string no_device_;  // GPU targets: why the kernels cannot run here (empty: they can)
   static runtime::GraphProgram make_program(const CompiledGraph& cg);
 

@@ -1,12 +1,9 @@
 // CompiledGraph::save: the artifact (anvil/runtime/artifact.h) of a compiled graph.
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/graph/build.h"
 #include "anvil/runtime/artifact.h"
 #include "anvil/support/error.h"
@@ -16,14 +13,6 @@ namespace anvil::graph {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  ANVIL_CHECK(f, "save: cannot read '", path.string(), "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Writes `parts` to `path` through a temporary file renamed over it, so that a reader (or a
 // model loaded from the old file) never sees half a file.
@@ -56,23 +45,8 @@ void CompiledGraph::save(const std::string& path, const SaveOptions& options) co
   ANVIL_CHECK(!out.filename().empty(), "save: '", path, "' names no file");
 
   // The kernels as a shared library.
-  std::string library;
-  if (module_) {
-    static std::atomic<int> counter{0};
-    fs::path tmp = out;
-    tmp += ".lib" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    try {
-      module_->save_shared_library(tmp.string());
-      library = read_bytes(tmp);
-    } catch (...) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw;
-    }
-    fs::remove(tmp);
-  } else {
-    library = c_library_;
-  }
+  ANVIL_CHECK(backend_, "save: '", path, "': nothing was compiled");
+  std::string library = backend_->library(out.string());
   ANVIL_ICHECK(!library.empty(), "save: no kernel library to write");
 
   std::vector<std::pair<std::string, runtime::NDArray>> tensors;

@@ -478,6 +478,11 @@ TEST_F(Cli, InspectsTheKernelsAndTheirLoopIr) {
   EXPECT_NE(r.out.find("conv2d_nchwc schedule]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" MFLOP\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory: "), std::string::npos) << r.out;
+  // No dqn kernel falls back to default loops: no warning, and --strict builds the same kernels.
+  EXPECT_EQ(r.err.find("anvil: warning:"), std::string::npos) << r.err;
+  Result strict = anvil("inspect zoo:dqn --stage fused --strict");
+  ASSERT_EQ(strict.code, 0) << strict.err;
+  EXPECT_EQ(strict.out, r.out);
   auto conv = std::find_if(names.begin(), names.end(), [](const std::string& n) {
     return n.find("conv2d_nchwc") != std::string::npos;
   });

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "anvil/autotune/records.h"
@@ -235,9 +236,10 @@ struct Compiled {
   double seconds = 0;
 };
 
-// Compiles and saves one build of `g`, with the tuning records of `book` when given.
+// Compiles and saves one build of `g`, with the tuning records of `book` when given; strict with
+// --strict, else warning once per fallback (the tuned and untuned builds share most kernels).
 Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target& target, bool fuse,
-                       bool layout, const fs::path& work,
+                       bool layout, const fs::path& work, bool strict,
                        const autotune::RecordBook* book = nullptr,
                        std::vector<autotune::TaskLookup>* lookups = nullptr) {
   graph::BuildOptions build;
@@ -248,8 +250,10 @@ Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target&
       std::string(fuse ? "" : "-nofuse") + (layout ? "" : "-nolayout") + (book ? "-tuned" : "");
   const std::string file = (work / (m.name + variant + ".so")).string();
   auto start = std::chrono::steady_clock::now();
-  with_exit_code(kCompile, "compiling " + m.spec + " for '" + target.str() + "'",
-                 [&] { graph::CompiledGraph::build(g, target, build).save(file); });
+  with_exit_code(kCompile, "compiling " + m.spec + " for '" + target.str() + "'", [&] {
+    static std::set<std::string> warned;
+    build_graph(g, target, build, strict, &warned).save(file);
+  });
   Compiled c;
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   c.model = with_exit_code(kCompile, "loading " + file, [&] { return runtime::Model::load(file); });
@@ -263,9 +267,9 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
             const fs::path& work, BenchReport* report) {
   std::vector<const runtime::Model*> models = {&base.model};
   std::vector<Compiled> variants;
-  variants.push_back(compile_model(g, m, target, false, true, work));
-  variants.push_back(compile_model(g, m, target, true, false, work));
-  variants.push_back(compile_model(g, m, target, false, false, work));
+  variants.push_back(compile_model(g, m, target, false, true, work, o.strict));
+  variants.push_back(compile_model(g, m, target, true, false, work, o.strict));
+  variants.push_back(compile_model(g, m, target, false, false, work, o.strict));
   for (const Compiled& v : variants) models.push_back(&v.model);
   const std::vector<runtime::NDArray> want = base.model.run(inputs);
   for (size_t i = 1; i < models.size(); ++i) {
@@ -496,13 +500,13 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
   const double flops = with_exit_code(kCompile, "counting the FLOPs of " + m.spec,
                                       [&] { return graph::graph_flops(g); });
   std::vector<autotune::TaskLookup> lookups;
-  Compiled base = compile_model(g, m, target, true, true, work, book, &lookups);
+  Compiled base = compile_model(g, m, target, true, true, work, o.strict, book, &lookups);
   std::printf("%s: compiled in %.1f s (%zu kernels), %.3f GFLOP per run\n", m.name.c_str(),
               base.seconds, base.model.num_kernels(), flops / 1e9);
   std::optional<Compiled> untuned;
   if (book) {
     std::printf("%s", tuning_summary(book->num_records(), book->num_tasks(), 0, lookups).c_str());
-    untuned = compile_model(g, m, target, true, true, work);
+    untuned = compile_model(g, m, target, true, true, work, o.strict);
   }
   std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> tuned_untuned;
   if (untuned) tuned_untuned = load_copies(base.file, untuned->file, kUntunedLoads);

@@ -60,6 +60,7 @@ struct BenchOptions {
   // one baseline process (the untuned and ablation comparisons always run here).
   int processes = 3;
   bool ablation = false;     // also time each model with fusion and layout alteration off
+  bool strict = false;       // a kernel that loses its schedule is a compile error
   bool profile = false;      // also time each kernel (`runs` calls each; table and summary JSON)
   std::string summary_json;  // write the summary JSON here
   std::string chart;         // write the PNG chart here

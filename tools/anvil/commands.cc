@@ -125,6 +125,18 @@ std::vector<std::string> printable_passes() {
           "eliminate_dead_code"};
 }
 
+graph::CompiledGraph build_graph(const graph::Graph& g, const Target& target,
+                                 graph::BuildOptions options, bool strict,
+                                 std::set<std::string>* warned) {
+  options.strict = strict;
+  graph::CompiledGraph cg = graph::CompiledGraph::build(g, target, options);
+  for (const graph::CompiledGraph::Fallback& f : cg.fallbacks()) {
+    std::string line = "anvil: warning: " + f.str();
+    if (!warned || warned->insert(line).second) std::cerr << line << "\n";
+  }
+  return cg;
+}
+
 void compile_command(const CompileOptions& o) {
   check_output_path(o.output, "-o");
   const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
@@ -146,7 +158,7 @@ void compile_command(const CompileOptions& o) {
   if (!o.tuning_records.empty()) build.config_for = autotune::config_source(book, target, &lookups);
   const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
   graph::CompiledGraph cg =
-      with_exit_code(kCompile, what, [&] { return graph::CompiledGraph::build(g, target, build); });
+      with_exit_code(kCompile, what, [&] { return build_graph(g, target, build, o.strict); });
   if (!o.tuning_records.empty())
     std::cout << tuning_summary(book.num_records(), book.num_tasks(), records.torn_lines, lookups);
 
@@ -414,7 +426,7 @@ void inspect_command(const InspectOptions& o) {
     return;
   }
   graph::CompiledGraph cg =
-      with_exit_code(kCompile, what, [&] { return graph::CompiledGraph::build(g, target, build); });
+      with_exit_code(kCompile, what, [&] { return build_graph(g, target, build, o.strict); });
   std::vector<std::string> names;
   for (const graph::CompiledGraph::Kernel& k : cg.kernels()) names.push_back(k.name);
   if (!o.kernel.empty() && std::find(names.begin(), names.end(), o.kernel) == names.end()) {

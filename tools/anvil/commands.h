@@ -2,10 +2,12 @@
 // the exit code of what went wrong; main.cc parses the command line and reports.
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "anvil/graph/build.h"
 #include "anvil/graph/graph.h"
 #include "anvil/runtime/model.h"
 
@@ -19,6 +21,7 @@ struct CompileOptions {
   bool no_layout = false;
   bool separate_params = false;
   bool verbose = false;
+  bool strict = false;                   // a kernel that loses its schedule is an error
   std::vector<std::string> print_after;  // graph passes (or "all")
   std::string tuning_records;            // JSON lines: each kernel's best recorded configuration
   std::string output;                    // model.so
@@ -45,6 +48,7 @@ struct InspectOptions {
   std::vector<std::string> input_shapes;  // NAME=DIMS
   bool no_fuse = false;
   bool no_layout = false;
+  bool strict = false;
 };
 void inspect_command(const InspectOptions& options);
 // The stages `inspect --stage` takes, in pipeline order.
@@ -80,6 +84,15 @@ runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& m
 // CliError(kCompile) naming the file that does not load.
 std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> load_copies(
     const std::string& a, const std::string& b, int copies);
+
+// CompiledGraph::build as the commands run it, with options.strict = `strict` (--strict): then a
+// kernel whose schedule fails is a compile error; otherwise each fallback is one line on stderr,
+// "anvil: warning: kernel fused_3_conv2d (conv2d): schedule failed, using default loops: ...",
+// printed once when `warned` (the lines printed so far) is given, as for the many builds of one
+// model that bench and tune make.
+graph::CompiledGraph build_graph(const graph::Graph& g, const Target& target,
+                                 graph::BuildOptions options, bool strict,
+                                 std::set<std::string>* warned = nullptr);
 
 // The passes --print-after takes ("all" and the pass names of the build pipeline).
 std::vector<std::string> printable_passes();

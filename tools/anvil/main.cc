@@ -25,8 +25,9 @@
 //      baseline that fails is not an error but a row with a note; a --summary-json or --chart that
 //      cannot be written (gnuplot missing or failing) is a runtime error, 4.
 //   3  compile error: anvil::Error (or anything else) out of CompiledGraph::build or save (and the
-//      inspected stages), and out of export_onnx for `zoo export`: the model was valid, Anvil
-//      could not compile it.
+//      inspected stages; with --strict, a kernel whose schedule fails; without it, a warning line
+//      "anvil: warning: kernel ..." per such kernel), and out of export_onnx for `zoo export`: the
+//      model was valid, Anvil could not compile it.
 //   4  runtime error: any other exception out of Model::run (a kernel returned an error), or an
 //      output .npy that cannot be written.
 // The phase an error happens in decides its code (tools/anvil/commands.cc wraps each phase with
@@ -65,6 +66,10 @@ std::string unknown_command(CLI::App& parent, const std::string& arg) {
   return "unknown command '" + arg + "' (expected one of: " + names + ")";
 }
 
+constexpr const char* kStrictHelp =
+    "A kernel whose schedule fails is a compile error (default: a warning, and the kernel takes "
+    "the default loops, or on a GPU the default GPU schedule)";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
                 "recorded configuration (the others the default rule)")
       ->type_name("FILE");
   c->add_flag("-v,--verbose", compile.verbose, "Print the kernels and the memory plan");
+  c->add_flag("--strict", compile.strict, kStrictHelp);
   c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
       ->required()
       ->type_name("FILE");
@@ -164,6 +170,7 @@ int main(int argc, char** argv) {
       ->type_name("NAME=DIMS");
   in->add_flag("--no-fuse", inspect.no_fuse, "One kernel per operator");
   in->add_flag("--no-layout", inspect.no_layout, "No layout alteration (as compile --no-layout)");
+  in->add_flag("--strict", inspect.strict, kStrictHelp);
   in->footer(
       "Examples:\n"
       "  anvil inspect zoo:dqn --stage fused\n"
@@ -235,6 +242,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 10000));
   b->add_flag("--ablation", bench.ablation,
               "Also time each model with fusion and layout alteration off (Anvil alone)");
+  b->add_flag("--strict", bench.strict, kStrictHelp);
   b->add_flag("--profile", bench.profile,
               "Also time each kernel of Anvil's build (--runs calls each; in the summary JSON "
               "too)");
@@ -303,6 +311,7 @@ int main(int argc, char** argv) {
        "What to tune for: an llvm target for this CPU, or a GPU target measured on its device")
       ->capture_default_str()
       ->type_name("TARGET");
+  t->add_flag("--strict", tune.strict, "The in-model check's builds as compile --strict builds");
   t->add_option("--input-shape", tune.input_shapes, "Bind an input's shape, NAME=DIMS; repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");

@@ -176,7 +176,7 @@ constexpr int kInModelComparisons = 3;
 // applies only when it won all of its.
 void check_in_model(const graph::Graph& g, const Target& target,
                     const std::vector<TaskState>& states, const std::string& records,
-                    autotune::RecordFile& file) {
+                    autotune::RecordFile& file, bool strict) {
   // The tasks whose best is not the default and has not been checked yet (a rerun with nothing
   // new checks nothing), and the points that earlier checks accepted.
   std::set<std::pair<std::string, ops::Config>> done;
@@ -201,6 +201,7 @@ void check_in_model(const graph::Graph& g, const Target& target,
   // Builds of the model with `points` (task key -> configuration; the others by the default rule).
   const std::string target_str = target.str();
   int builds = 0;
+  std::set<std::string> warned;  // each fallback once, not once per build
   auto compile = [&](const std::map<std::string, ops::Config>& points) {
     graph::BuildOptions build;
     build.config_for = [&points, target_str](
@@ -212,7 +213,7 @@ void check_in_model(const graph::Graph& g, const Target& target,
     };
     const std::string file_name = temp->path() + "/build" + std::to_string(builds++) + ".so";
     with_exit_code(kCompile, "the in-model check: compiling the model",
-                   [&] { graph::CompiledGraph::build(g, target, build).save(file_name); });
+                   [&] { build_graph(g, target, build, strict, &warned).save(file_name); });
     return file_name;
   };
   std::string base = compile(accepted);
@@ -546,7 +547,7 @@ void tune_command(const TuneOptions& o) {
     const int64_t b = s.best().first;
     if (s.measured_now > 0 && b > 0 && std::isfinite(s.best().second)) measure(s, {0, b});
   }
-  check_in_model(g, target, states, o.records, file);
+  check_in_model(g, target, states, o.records, file, o.strict);
   for (size_t ti = 0; ti < states.size(); ++ti) {
     const TaskState& s = states[ti];
     std::printf("[%zu/%zu] %s: best %s GFLOP/s, default %s GFLOP/s (%d measured now, %d failed)\n",

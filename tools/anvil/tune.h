@@ -22,6 +22,7 @@ struct TuneOptions {
   int batch = 8;               // candidates compiled together, then timed one by one
   std::string records;         // --tuning-records: read to resume, appended to
   std::string measure_worker;  // the worker's command line (empty: `anvil measure-worker`)
+  bool strict = false;         // the in-model check's builds: a lost schedule is an error
 };
 void tune_command(const TuneOptions& options);
 
