@@ -101,10 +101,10 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   // takes a quarter of L2 keep it there; the weight is then read once per group.
   const int64_t row_bytes = c.ic_blocks * c.ib * c.KH * c.OW * 4;
   const int64_t weight_bytes = c.OB * c.ob * c.ic_blocks * c.ib * c.KH * c.KW * 4;
-  const int64_t kL2 = target.l2_bytes;
+  const int64_t l2 = target.l2_bytes;
   const int64_t oc_tiles = ceil_div(c.OB, k.oc_tile);
-  if (oc_tiles >= 4 && weight_bytes > kL2 / 4 && row_bytes * c.OH > kL2 * 3 / 8)
-    k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, kL2 / 4 / row_bytes));
+  if (oc_tiles >= 4 && weight_bytes > l2 / 4 && row_bytes * c.OH > l2 * 3 / 8)
+    k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, l2 / 4 / row_bytes));
   return k;
 }
 

@@ -50,11 +50,11 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
                     int64_t Cb, int64_t ic_bytes, const Target& target) {
   int64_t lanes = target.vector_lanes_f32();
   int64_t regs = target.vector_registers;
-  const int64_t kL2Bytes = target.l2_bytes;
+  const int64_t l2_bytes = target.l2_bytes;
   int64_t budget = regs * 3 / 4;
   int64_t nv = (ob + lanes - 1) / lanes;
   Knobs k;
-  bool small_weights = Cb * ic_bytes <= kL2Bytes / 8;
+  bool small_weights = Cb * ic_bytes <= l2_bytes / 8;
   k.tile_oh = small_weights ? 1 : std::max<int64_t>(1, std::min({sy, OH, budget / nv}));
   int64_t cols = std::max<int64_t>(1, budget / (nv * k.tile_oh));
   if (OW <= cols) {
@@ -77,10 +77,10 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   k.unroll_kw = 0;
   k.ic_chunk = 0;
   int64_t plane_bytes = k.tile_oc * OH * OW * ob * 4;
-  if (Cb * ic_bytes * k.tile_oc > kL2Bytes / 2 && plane_bytes <= kL2Bytes / 4) {
+  if (Cb * ic_bytes * k.tile_oc > l2_bytes / 2 && plane_bytes <= l2_bytes / 4) {
     k.ic_chunk = 1;
     for (int64_t c = Cb; c >= 1 && k.ic_chunk == 1; --c)
-      if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= kL2Bytes / 4) k.ic_chunk = c;
+      if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= l2_bytes / 4) k.ic_chunk = c;
     // Weights now come from L2: when the tile already spans the row, more rows add FMAs per
     // weight vector loaded.
     if (k.tile_ow == OW)

@@ -237,7 +237,9 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
 // The default rule: on AVX-512 (28 accumulators) a 56-column row is two blocks of 28; a 7-column
 // row takes two channel blocks per tile; a prime width is split into equal blocks.
 TEST(Conv2dNchwc, DefaultRule) {
+  // The rule's cache thresholds are the target's L2: this test states the one it assumes.
   Target avx512 = Target::parse("llvm -vector-bits=512");
+  avx512.l2_bytes = 512 << 10;
   Target avx2 = Target::parse("llvm -vector-bits=256");
   ASSERT_EQ(avx512.vector_lanes_f32(), 16);
   ASSERT_EQ(avx2.vector_lanes_f32(), 8);
@@ -303,6 +305,14 @@ TEST(Conv2dNchwc, DefaultRule) {
   EXPECT_EQ(defaults(pw, avx512)["oh_group"], 4);
   EXPECT_EQ(defaults(c2, avx512)["oh_group"], 0);
   EXPECT_EQ(defaults(c12, avx512)["oh_group"], 0);
+  // With a 2 MiB L2 the whole 392 KiB input stays there: no groups.
+  Target big_l2 = avx512;
+  big_l2.l2_bytes = 2 << 20;
+  EXPECT_EQ(defaults(pw, big_l2)["oh_group"], 0);
+  // With 256 KiB, groups of 2 rows (56 KiB of input each).
+  Target small_l2 = avx512;
+  small_l2.l2_bytes = 256 << 10;
+  EXPECT_EQ(defaults(pw, small_l2)["oh_group"], 2);
 }
 
 // The micro-kernel: broadcast FMAs from memory, no gathers.

@@ -448,7 +448,9 @@ TEST(ConvTransposeNchwc, FusedBiasReluTanh) {
 // ---- the default rule
 
 TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
+  // The rule's thresholds are the target's L2: this test states the 1 MiB it assumes.
   Target t = Target::host();
+  t.l2_bytes = 1 << 20;
   int64_t lanes = t.vector_lanes_f32();
   auto space_of = [&](const Deconv& d) {
     std::vector<int64_t> ws =
@@ -494,6 +496,9 @@ TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
   EXPECT_EQ(space[5].values[0], 16);
   // Weights from L2 and a tile spanning the row: rows fill the accumulators (3 x 8 of 24).
   EXPECT_EQ(space[1].values[0], lanes >= 16 ? 3 : 2);
+  // With a 4 MiB L2 the same 1 MB per channel block needs no chunks.
+  t.l2_bytes = 4 << 20;
+  EXPECT_EQ(space_of(big)[5].values[0], 0);
 }
 
 // ---- diagnostics

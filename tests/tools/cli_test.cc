@@ -194,7 +194,7 @@ TEST_F(Cli, HelpSucceeds) {
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
   expect_error("frobnicate", 1,
-               {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, zoo"});
+               {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, env, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});
@@ -642,6 +642,22 @@ TEST_F(CliDqn, ExportedZooModelsCompileAndMatch) {
   Result r = anvil("run dqn_onnx.so --input state=state.npy --output-dir onnx_out");
   ASSERT_EQ(r.code, 0) << r.err;
   expect_close(runtime::load_npy(path("onnx_out/q_values.npy")), *reference_, "dqn via ONNX");
+}
+
+// `anvil env`: what the target knows of the machine, the host's measured, a named CPU's from the
+// table; a bad target is a usage error.
+TEST_F(Cli, EnvDescribesTheMachine) {
+  Result host = anvil("env");
+  ASSERT_EQ(host.code, 0) << host.err;
+  for (const char* part :
+       {"CPU: ", "detected on this host", "L1d per core: ", "L2 per core: ", "cores: ",
+        "FP32 peak per core: ", "(measured, ", "transparent huge pages: "})
+    EXPECT_NE(host.out.find(part), std::string::npos) << part << "\n" << host.out;
+  Result zen4 = anvil("env --target 'llvm -mcpu=znver4'");
+  ASSERT_EQ(zen4.code, 0) << zen4.err;
+  EXPECT_NE(zen4.out.find("L2 per core: 1 MiB"), std::string::npos) << zen4.out;
+  EXPECT_NE(zen4.out.find("FMA units: 1"), std::string::npos) << zen4.out;
+  expect_error("env --target 'tpu'", 1, {"unknown kind 'tpu'"});
 }
 
 }  // namespace
