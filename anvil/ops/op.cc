@@ -59,8 +59,8 @@ const AttrValue* Attrs::find(const std::string& name) const {
   auto it = values_.find(name);
   if (it != values_.end()) return &it->second;
   const OpDef* def = find_op(op_);
-  if (!def || !def->attrs) return nullptr;
-  for (const AttrSpec& spec : *def->attrs) {
+  if (!def) return nullptr;
+  for (const AttrSpec& spec : def->attrs) {
     if (spec.name == name) return spec.fallback ? &*spec.fallback : nullptr;
   }
   return nullptr;
@@ -226,8 +226,7 @@ AttrCheck not_nan() {
 }
 
 void check_attrs(const OpDef& def, const Attrs& attrs) {
-  if (!def.attrs) return;
-  const std::vector<AttrSpec>& specs = *def.attrs;
+  const std::vector<AttrSpec>& specs = def.attrs;
   for (const auto& [name, value] : attrs.values()) {
     auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const AttrSpec& s) { return s.name == name; });
@@ -473,21 +472,6 @@ FlopsFn flops_per_input(double per) {
       [per](const std::vector<TensorType>& in, const std::vector<TensorType>&, const Attrs& attrs) {
         return per * numel(TensorType{flops_operand(attrs.op(), in, true, 0, 0), {}});
       };
-}
-
-std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
-                               size_t n, int64_t fallback, int64_t min_value, const char* what,
-                               bool required) {
-  ANVIL_CHECK(!required || attrs.has(name), op, ": attribute '", name, "' is required (", n,
-              " values)");
-  std::vector<int64_t> v = attrs.get_ints(name, std::vector<int64_t>(n, fallback));
-  ANVIL_CHECK(v.size() == n, op, ": attribute '", name, "' must have ", n, " values, got ",
-              list_str(v));
-  for (int64_t x : v) {
-    ANVIL_CHECK(x >= min_value, op, ": attribute '", name, "' must be ", what, ", got ",
-                list_str(v));
-  }
-  return v;
 }
 
 }  // namespace anvil::ops

@@ -36,9 +36,9 @@ using AttrValue =
 
 // Named attributes of one operator instance, as given (never with defaults filled in: tuning
 // records key on these values). A read of an absent attribute takes the default its op's schema
-// declares (OpDef::attrs), so each default is stated once; the overloads with a fallback serve ops
-// without a schema and defaults that depend on the inputs. Accessors throw anvil::Error naming the
-// operator and the attribute when it is missing or has the wrong kind.
+// declares (OpDef::attrs), so each default is stated once; the overloads with a fallback serve
+// defaults that depend on the inputs (a schema entry without a default). Accessors throw
+// anvil::Error naming the operator and the attribute when it is missing or has the wrong kind.
 class Attrs {
  public:
   Attrs() = default;
@@ -128,11 +128,10 @@ using FlopsFn = std::function<double(const std::vector<TensorType>& inputs,
 struct OpDef {
   std::string name;
   Pattern pattern = Pattern::kOpaque;
-  // The attributes the op takes. Where declared, infer rejects an unknown name, a wrong type, a
+  // The attributes the op takes (empty: none). infer rejects an unknown name, a wrong type, a
   // missing required attribute and a failed check (the error names op, attribute and value), and
-  // reads take the defaults from here. Absent: not declared yet (no validation; reads state
-  // their fallbacks).
-  std::optional<std::vector<AttrSpec>> attrs;
+  // reads take the defaults from here.
+  std::vector<AttrSpec> attrs;
   // The FLOP count. Every op with a compute has one (ops_schema_test); data movement declares
   // flops_none().
   FlopsFn flops;
@@ -180,7 +179,7 @@ struct OpDef {
 void register_op(OpDef def);
 const OpDef& lookup(const std::string& name);
 std::vector<std::string> registered_ops();
-// Validates `attrs` against def.attrs (nothing when the op declares no schema).
+// Validates `attrs` against def.attrs.
 void check_attrs(const OpDef& def, const Attrs& attrs);
 
 // The knobs of `def` for these inputs on `target`: space, or space_gpu on a GPU target (empty
@@ -214,11 +213,5 @@ const std::vector<int64_t>& flops_operand(const std::string& op, const std::vect
 FlopsFn flops_none();                      // data movement, layout and weight packing: 0
 FlopsFn flops_per_output(double per = 1);  // `per` for each element of every output
 FlopsFn flops_per_input(double per = 1);   // `per` for each element of input 0
-// Integer-list attribute `name` of operator `op`: exactly n values, each at least min_value (`what`
-// names that rule in the error, e.g. "positive"); n copies of `fallback` when absent, or an error
-// when `required`.
-std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
-                               size_t n, int64_t fallback, int64_t min_value, const char* what,
-                               bool required = false);
 
 }  // namespace anvil::ops

@@ -26,7 +26,7 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
   const std::string op = "reshape";
   std::vector<int64_t> shape = attrs.get_ints("shape");
   // allowzero = 1 (ONNX): a 0 is an empty dimension, not a copy of the input's.
-  bool allowzero = attrs.get_int("allowzero", 0) == 1;
+  bool allowzero = attrs.get_int("allowzero") == 1;
   int infer_at = -1;
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -65,7 +65,7 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
 
 std::vector<int64_t> flatten_shape(const std::vector<int64_t>& in, const Attrs& attrs) {
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = attrs.get_int("axis", 1);
+  int64_t axis = attrs.get_int("axis");
   ANVIL_CHECK(axis >= -rank && axis <= rank, "flatten: attribute 'axis' = ", axis,
               " is out of range for rank ", rank);
   if (axis < 0) axis += rank;
@@ -113,9 +113,9 @@ std::vector<int64_t> unsqueeze_shape(const std::vector<int64_t>& in, const Attrs
 using ShapeFn = std::function<std::vector<int64_t>(const std::vector<int64_t>&, const Attrs&)>;
 
 // An op that keeps the elements in row-major order and changes the shape only.
-void register_reshape_like(const std::string& name, ShapeFn shape_fn) {
+void register_reshape_like(const std::string& name, std::vector<AttrSpec> attrs, ShapeFn shape_fn) {
   register_transform(
-      name,
+      name, std::move(attrs),
       [name, shape_fn](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -167,6 +167,11 @@ void register_transpose() {
   const std::string name = "transpose";
   register_transform(
       name,
+      {{"perm",
+        AttrType::kInts,
+        std::nullopt,
+        {},
+        "input axis of each output axis (absent: reversed)"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -238,6 +243,7 @@ void register_concat() {
   const std::string name = "concat";
   register_transform(
       name,
+      {{"axis", AttrType::kInt, std::nullopt, {}, "the axis joined along", /*required=*/true}},
       [](const std::vector<TensorType>& in, const Attrs& attrs) {
         for (const TensorType& t : in) check_data_type("concat", t);
         return std::vector<TensorType>{{concat_shape(in, attrs, nullptr), in[0].dtype}};
@@ -297,7 +303,7 @@ void register_concat() {
 std::vector<int64_t> split_sizes(const std::vector<int64_t>& in, const Attrs& attrs,
                                  int64_t* axis_out) {
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = norm_axis("split", "axis", attrs.get_int("axis", 0), rank);
+  int64_t axis = norm_axis("split", "axis", attrs.get_int("axis"), rank);
   int64_t dim = in[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
   if (attrs.has("split")) {
@@ -337,6 +343,9 @@ void register_split() {
   const std::string name = "split";
   register_transform(
       name,
+      {{"axis", AttrType::kInt, int64_t{0}, {}, "the axis split along"},
+       {"split", AttrType::kInts, std::nullopt, {}, "the pieces' sizes (or num_outputs)"},
+       {"num_outputs", AttrType::kInt, std::nullopt, {}, "equal pieces, the last smaller"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -451,6 +460,20 @@ void register_slice() {
   const std::string name = "slice";
   register_transform(
       name,
+      {{"starts",
+        AttrType::kInts,
+        std::nullopt,
+        {},
+        "the first index per sliced axis",
+        /*required=*/true},
+       {"ends",
+        AttrType::kInts,
+        std::nullopt,
+        {},
+        "the end (exclusive) per sliced axis",
+        /*required=*/true},
+       {"axes", AttrType::kInts, std::nullopt, {}, "the sliced axes (absent: the first ones)"},
+       {"steps", AttrType::kInts, std::nullopt, {}, "the step per sliced axis (absent: 1)"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -500,10 +523,10 @@ PadSpec pad_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   ANVIL_CHECK(pads.size() == 2 * rank, op, ": attribute 'pads' ", shape_str(pads), " has ",
               pads.size(), " entries, but the input ", shape_str(in), " needs ", 2 * rank);
   PadSpec s;
-  s.mode = attrs.get_string("mode", "constant");
+  s.mode = attrs.get_string("mode");
   ANVIL_CHECK(s.mode == "constant" || s.mode == "edge" || s.mode == "reflect", op,
               ": attribute 'mode' = '", s.mode, "' is not constant, edge or reflect");
-  s.value = attrs.get_float("value", 0.0);
+  s.value = attrs.get_float("value");
   for (size_t d = 0; d < rank; ++d) {
     int64_t b = pads[d], e = pads[d + rank];
     ANVIL_CHECK(b >= 0 && e >= 0, op, ": attribute 'pads' ", shape_str(pads),
@@ -524,6 +547,9 @@ void register_pad() {
   const std::string name = "pad";
   register_transform(
       name,
+      {{"pads", AttrType::kInts, std::nullopt, {}, "begins then ends, per axis", /*required=*/true},
+       {"mode", AttrType::kString, std::string("constant"), {}, "constant, edge or reflect"},
+       {"value", AttrType::kFloat, 0.0, {}, "the constant mode's fill"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -607,7 +633,7 @@ std::vector<int64_t> gather_shape(const std::vector<int64_t>& data,
                                   const std::vector<int64_t>& indices, const Attrs& attrs,
                                   int64_t* axis_out) {
   int64_t axis =
-      norm_axis("gather", "axis", attrs.get_int("axis", 0), static_cast<int64_t>(data.size()));
+      norm_axis("gather", "axis", attrs.get_int("axis"), static_cast<int64_t>(data.size()));
   std::vector<int64_t> out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
@@ -618,7 +644,7 @@ std::vector<int64_t> gather_shape(const std::vector<int64_t>& data,
 void register_gather() {
   const std::string name = "gather";
   register_transform(
-      name,
+      name, {{"axis", AttrType::kInt, int64_t{0}, {}, "the axis indexed"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 2);
         check_data_type(name, in[0], "data");
@@ -719,6 +745,18 @@ std::vector<int64_t> tile_shape(const std::vector<int64_t>& in, const Attrs& att
 void register_repeat(const std::string& name, ShapeFn shape_fn, bool broadcast) {
   register_transform(
       name,
+      {broadcast ? AttrSpec{"shape",
+                            AttrType::kInts,
+                            std::nullopt,
+                            {},
+                            "the shape the input broadcasts to",
+                            /*required=*/true}
+                 : AttrSpec{"repeats",
+                            AttrType::kInts,
+                            std::nullopt,
+                            {},
+                            "the copies per axis",
+                            /*required=*/true}},
       [name, shape_fn](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -768,10 +806,35 @@ void register_repeat(const std::string& name, ShapeFn shape_fn, bool broadcast) 
 }  // namespace
 
 void register_transform_ops() {
-  register_reshape_like("reshape", reshape_shape);
-  register_reshape_like("flatten", flatten_shape);
-  register_reshape_like("squeeze", squeeze_shape);
-  register_reshape_like("unsqueeze", unsqueeze_shape);
+  register_reshape_like("reshape",
+                        {{"shape",
+                          AttrType::kInts,
+                          std::nullopt,
+                          {},
+                          "the output shape (0: the input's dimension, -1: inferred)",
+                          /*required=*/true},
+                         {"allowzero",
+                          AttrType::kInt,
+                          int64_t{0},
+                          {one_of(std::vector<int64_t>{0, 1})},
+                          "1: a 0 in shape is an empty dimension"}},
+                        reshape_shape);
+  register_reshape_like(
+      "flatten",
+      {{"axis", AttrType::kInt, int64_t{1}, {}, "the axes before it make the first dimension"}},
+      flatten_shape);
+  register_reshape_like(
+      "squeeze",
+      {{"axes", AttrType::kInts, std::nullopt, {}, "the unit axes removed (absent: all)"}},
+      squeeze_shape);
+  register_reshape_like("unsqueeze",
+                        {{"axes",
+                          AttrType::kInts,
+                          std::nullopt,
+                          {},
+                          "the output's inserted unit axes",
+                          /*required=*/true}},
+                        unsqueeze_shape);
   register_transpose();
   register_concat();
   register_split();

@@ -163,11 +163,14 @@ using ComputeFn =
 using RefFn = std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&,
                                                           const Attrs&)>;
 
-inline void register_transform(const std::string& name, InferFn infer, ComputeFn compute,
-                               RefFn ref) {
+// `attrs`: the op's attribute schema (OpDef::attrs).
+inline void register_transform(const std::string& name, std::vector<AttrSpec> attrs, InferFn infer,
+                               ComputeFn compute, RefFn ref) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  def.attrs = std::move(attrs);
+  def.flops = flops_none();  // data movement
   def.compute = [name, infer, compute](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     // Empty tensors (a 0 dimension) are for the references only.
     std::vector<TensorType> types = types_of(in);

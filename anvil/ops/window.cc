@@ -42,7 +42,7 @@ std::vector<AttrSpec> window_attrs(size_t dims, unsigned parts) {
                      AttrType::kInts,
                      zeros,
                      {length(dims), non_negative()},
-                     "extra output at the end of each spatial axis, below its stride or dilation"});
+                     "extra output at the end of each spatial axis"});
   }
   if (parts & kWindowCeilMode) {
     specs.push_back({"ceil_mode",
@@ -67,7 +67,7 @@ Window parse_window(const Attrs& attrs, size_t dims, unsigned parts) {
   schema.attrs = window_attrs(dims, parts);
   // Only the window's attributes: the op's own schema checks the rest.
   Attrs window(attrs.op(), {});
-  for (const AttrSpec& spec : *schema.attrs)
+  for (const AttrSpec& spec : schema.attrs)
     if (attrs.has(spec.name)) window.set(spec.name, attrs.values().at(spec.name));
   check_attrs(schema, window);
   auto ints = [&](const AttrSpec& spec) {
@@ -77,7 +77,7 @@ Window parse_window(const Attrs& attrs, size_t dims, unsigned parts) {
     return attrs.get_int(spec.name, std::get<int64_t>(*spec.fallback)) == 1;
   };
   Window w;
-  for (const AttrSpec& spec : *schema.attrs) {
+  for (const AttrSpec& spec : schema.attrs) {
     if (spec.name == "kernel_shape") {
       w.kernel = attrs.get_ints("kernel_shape");
     } else if (spec.name == "strides") {

@@ -407,15 +407,15 @@ TEST(Elementwise, RejectsInvalidAttributes) {
              "clip: attribute 'max' is 2.14748e+09, outside the range of int32");
   expect_has(infer_error("clip", {{{3}, i64}}, {{"min", -0x1p64}}), "outside the range of int64");
   expect_has(infer_error("clip", {{{3}, f32}}, {{"max", std::nan("")}}),
-             "clip: attribute 'max' is NaN");
+             "clip: attribute 'max' must be a number, got NaN");
   expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::nan("")}}),
-             "leaky_relu: attribute 'alpha' is NaN");
+             "leaky_relu: attribute 'alpha' must be a number, got NaN");
   expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::string("big")}}),
              "leaky_relu: attribute 'alpha' must be a number");
   expect_has(infer_error("hard_sigmoid", {{{3}, f32}}, {{"beta", std::nan("")}}),
-             "hard_sigmoid: attribute 'beta' is NaN");
+             "hard_sigmoid: attribute 'beta' must be a number, got NaN");
   expect_has(infer_error("gelu", {{{3}, f32}}, {{"approximate", std::string("fast")}}),
-             "gelu: attribute 'approximate' is 'fast', expected 'none' or 'tanh'");
+             "gelu: attribute 'approximate' must be 'none' or 'tanh', got 'fast'");
 }
 
 }  // namespace
