@@ -202,5 +202,8 @@ inline std::vector<int64_t> host_shapes(const runtime::NDArray& a) {
 // Defined in resize_layout.cc.
 void register_layout_transform();
 void register_resize();
+// Defined in slice_pad.cc.
+void register_slice();
+void register_pad();
 
 }  // namespace anvil::ops::transform_detail
