@@ -497,6 +497,17 @@ void register_unary_ops() {
         return select(x < 0.0f, x * static_cast<float>(a.get_float("alpha")), x);
       },
       [](double x, const Attrs& a) { return x < 0 ? a.get_float("alpha") * x : x; });
+  // elu(x; alpha) = x for x > 0, else alpha * (exp(x) - 1) (ONNX Elu). Finite on the zeros of
+  // padded channels, so it keeps the blocked layout.
+  unary_float(
+      {"elu", {float_attr("alpha", 1.0, "the scale of exp(x) - 1 for x <= 0")}, kKeepsBlocked},
+      [](Expr x, const Attrs& a) {
+        Expr neg = (call(Intrinsic::kExp, x) - 1.0f) * static_cast<float>(a.get_float("alpha"));
+        return select(x > 0.0f, x, neg);
+      },
+      [](double x, const Attrs& a) {
+        return x > 0 ? x : a.get_float("alpha") * (std::exp(x) - 1);
+      });
   unary_float(
       {"sigmoid", {}, kKeepsBlocked},
       [](Expr x, const Attrs&) { return call(Intrinsic::kSigmoid, x); },
