@@ -21,6 +21,9 @@
 //     variance, normalize, scale and shift);
 //   - every other injective operator one per output element, except data movement (reshape,
 //     transpose, concat, slice, pad, gather, layout transforms, weight packing, cast, ...): 0.
+// Each rule is its operator's OpDef::flops, beside its compute in anvil/ops/; every op with a
+// compute has one (tests/ops/schema_test.cc), and op_flops refuses an op without one rather than
+// guess.
 #pragma once
 
 #include <string>
@@ -32,7 +35,8 @@
 namespace anvil::graph {
 
 // FLOPs of one application of `op` to inputs of these types giving outputs of these types.
-// Throws anvil::Error naming the op when the types do not have the ranks the op requires.
+// Throws anvil::Error naming the op when the types do not have the ranks the op requires, or when
+// the op has no FLOP rule.
 double op_flops(const std::string& op, const std::vector<ops::TensorType>& inputs,
                 const std::vector<ops::TensorType>& outputs, const ops::Attrs& attrs);
 // FLOPs of node `n` of `g` (its error names the node).

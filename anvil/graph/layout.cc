@@ -18,21 +18,23 @@
 //     ops::kDefaultPanel columns), which fold_constants packs once; lstm with constant W and R
 //     -> lstm with packed_weights = 1 over dense_pack_weight of each.
 //   * Element-wise ops whose inputs all have blocked forms of one block and one (old) shape run
-//     blocked: relu, clip, sigmoid, tanh, add, sub, mul, maximum, minimum. Padded channels hold
+//     blocked when their OpDef says so (keeps_blocked_layout: relu, clip, sigmoid, tanh, add, sub,
+//     mul, maximum, minimum, ...). Padded channels hold
 //     whatever these compute from zeros (finite: none of them makes an infinity or NaN out of
 //     finite inputs), and no consumer reads them: packed weights are zero there, and
 //     layout_transform's `channels` drops them.
-//   * Pools (max_pool2d, avg_pool2d, global_max_pool2d, global_avg_pool2d) of a float32 value that
-//     has a blocked form run on it as their *_nchwc forms (pooling is per channel; padded
+//   * Pools (max_pool2d, avg_pool2d, global_max_pool2d, global_avg_pool2d: the ops whose OpDef
+//     names a blocked_form) of a float32 value that has a blocked form run on it as their *_nchwc
+//     forms (pooling is per channel; padded
 //     channels pool to finite values no consumer reads), so a conv -> relu -> max pool -> conv
 //     stem stays blocked. A pool whose input exists only in NCHW stays NCHW.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
-#include <set>
 
 #include "anvil/graph/passes.h"
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/recurrent_dense.h"
+#include "anvil/ops/window.h"
 #include "anvil/ops/winograd.h"
 #include "anvil/support/error.h"
 
@@ -45,14 +47,16 @@ struct Blocked {
   int64_t block = 0, channels = 0;
 };
 
-std::string layout_name(int64_t block) {
-  return "NCHW" + std::to_string(block) + "c";
+// The window of a conv2d or conv2d_transpose node (its attributes were validated when it was
+// added).
+ops::Window conv_window(const Node& n) {
+  unsigned parts = ops::kWindowGroup;
+  if (n.op == "conv2d_transpose") parts |= ops::kWindowOutputPadding;
+  return ops::parse_window(n.attrs, 2, parts);
 }
 
-const std::set<std::string>& blocked_elementwise() {
-  static const std::set<std::string> ops = {"relu", "clip", "sigmoid", "tanh",   "add",
-                                            "sub",  "mul",  "maximum", "minimum"};
-  return ops;
+std::string layout_name(int64_t block) {
+  return "NCHW" + std::to_string(block) + "c";
 }
 
 class LayoutRewriter {
@@ -151,12 +155,12 @@ class LayoutRewriter {
     const Value& y = g_.value(n.outputs[0]);
     if (x.type.shape.size() != 4 || w.kind != ValueKind::kConstant) return false;
     if (n.inputs.size() > 2 && g_.value(n.inputs[2]).kind != ValueKind::kConstant) return false;
-    int64_t group = n.attrs.get_int("group", 1);
+    ops::Window win = conv_window(n);
+    int64_t group = win.group;
     int64_t C = x.type.shape[1], O = y.type.shape[1];
     int64_t KH = w.type.shape[2], KW = w.type.shape[3];
-    std::vector<int64_t> strides = n.attrs.get_ints("strides", {1, 1});
-    std::vector<int64_t> dil = n.attrs.get_ints("dilations", {1, 1});
-    std::vector<int64_t> pads = n.attrs.get_ints("pads", {0, 0, 0, 0});
+    const std::vector<int64_t>&strides = win.strides, &dil = win.dilations;
+    std::vector<int64_t> pads = win.pads();
     bool depthwise = !transpose && group > 1 && group == C && O == C && w.type.shape[1] == 1;
     if (group != 1 && !depthwise) return false;
     int64_t ib = ops::nchwc_block(C, target_), ob = ops::nchwc_block(O, target_);
@@ -179,7 +183,7 @@ class LayoutRewriter {
                                    {"strides", strides},
                                    {"pads", pads},
                                    {"dilations", dil},
-                                   {"output_padding", n.attrs.get_ints("output_padding", {0, 0})}});
+                                   {"output_padding", win.output_padding}});
     } else if (ops::prefer_winograd(C, O, y.type.shape[2], y.type.shape[3], KH, KW, strides[0],
                                     strides[1], dil[0], dil[1], target_)) {
       op = "conv2d_winograd_nchwc";
@@ -259,7 +263,7 @@ class LayoutRewriter {
   }
 
   bool try_elementwise(const Node& n) {
-    if (!blocked_elementwise().count(n.op) || n.outputs.size() != 1 || n.inputs.empty())
+    if (!ops::lookup(n.op).keeps_blocked_layout || n.outputs.size() != 1 || n.inputs.empty())
       return false;
     const Value& y = g_.value(n.outputs[0]);
     int64_t block = -1;
@@ -278,15 +282,13 @@ class LayoutRewriter {
   }
 
   bool try_pool(const Node& n) {
-    static const std::set<std::string> pools = {"max_pool2d", "avg_pool2d", "global_max_pool2d",
-                                                "global_avg_pool2d"};
-    if (!pools.count(n.op) || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const std::string& op = ops::lookup(n.op).blocked_form;
+    if (op.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
     const Blocked& b = blocked_[n.inputs[0]];
     const Value& x = g_.value(n.inputs[0]);
     const Value& y = g_.value(n.outputs[0]);
     if (b.value < 0 || x.type.dtype != ir::DataType::Float32() || x.type.shape.size() != 4)
       return false;
-    std::string op = n.op + "_nchwc";
     std::string name = out().unique_name(y.name + "_" + layout_name(b.block));
     ValueId v = out().add_node(out().unique_name(n.name), op, ops::Attrs(op, n.attrs.values()),
                                {b.value}, {name})[0];
@@ -309,10 +311,9 @@ bool takes_winograd_gpu(const Graph& g, const Node& n) {
   if (x.type.shape.size() != 4 || w.type.shape.size() != 4 || w.kind != ValueKind::kConstant ||
       x.type.dtype != ir::DataType::Float32())
     return false;
-  return ops::prefer_winograd_gpu(x.type.shape[1], w.type.shape[0], n.attrs.get_int("group", 1),
-                                  {w.type.shape[2], w.type.shape[3]},
-                                  n.attrs.get_ints("strides", {1, 1}),
-                                  n.attrs.get_ints("dilations", {1, 1}));
+  ops::Window win = conv_window(n);
+  return ops::prefer_winograd_gpu(x.type.shape[1], w.type.shape[0], win.group,
+                                  {w.type.shape[2], w.type.shape[3]}, win.strides, win.dilations);
 }
 
 // For a GPU target: the convolutions takes_winograd_gpu picks become conv2d_winograd (NCHW)
@@ -348,8 +349,7 @@ Graph alter_for_gpu(const Graph& g) {
                         {rw.map(n.inputs[1])});
     std::vector<ValueId> ins = {rw.map(n.inputs[0]), u};
     if (n.inputs.size() > 2) ins.push_back(rw.map(n.inputs[2]));
-    ops::Attrs attrs("conv2d_winograd",
-                     {{"pads", n.attrs.get_ints("pads", {0, 0, 0, 0})}, {"tile", tile}});
+    ops::Attrs attrs("conv2d_winograd", {{"pads", conv_window(n).pads()}, {"tile", tile}});
     rw.set(n.outputs[0], out.add_node(out.unique_name(n.name), "conv2d_winograd", attrs, ins,
                                       {out.unique_name(y.name)})[0]);
   }

@@ -60,7 +60,7 @@ bool channel_affine(const Graph& g, const Node& u, ValueId x, const ops::TensorT
     if (u.inputs.size() != 5 || u.inputs[0] != x) return false;
     for (size_t i = 1; i < 5; ++i)
       if (!is_f32_constant(g, u.inputs[i])) return false;
-    double eps = u.attrs.get_float("epsilon", 1e-5);
+    double eps = u.attrs.get_float("epsilon");
     const float* gamma = f32_data(g.value(u.inputs[1]));
     const float* beta = f32_data(g.value(u.inputs[2]));
     const float* mean = f32_data(g.value(u.inputs[3]));
@@ -114,7 +114,7 @@ bool foldable_anchor(const Graph& g, const Node& n) {
 int64_t out_channel(const Node& n, const std::vector<int64_t>& ws, int64_t i, int64_t j) {
   if (n.op != "conv2d_transpose") return i;  // conv2d [O, C/g, ..], dense [N, K]
   // conv2d_transpose: [C, O/g, KH, KW]; input channel i is in group i / (C/g).
-  int64_t group = n.attrs.get_int("group", 1);
+  int64_t group = n.attrs.get_int("group");  // the schema's default when absent
   return i / (ws[0] / group) * ws[1] + j;
 }
 

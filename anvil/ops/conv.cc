@@ -42,6 +42,7 @@
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -64,6 +65,11 @@ struct ConvParams {
   bool bias = false;
 };
 
+// The window attributes a convolution takes (window.h).
+unsigned conv_window(bool transpose) {
+  return kWindowGroup | (transpose ? kWindowOutputPadding : 0u);
+}
+
 ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
   ConvParams p;
   p.op = op;
@@ -81,23 +87,15 @@ ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const
               "), got ", to_string(in[0]));
   ANVIL_CHECK(in[1].shape.size() == rank, op, ": weight must have rank ", rank, ", got ",
               to_string(in[1]));
-  p.strides = ints_attr(attrs.op(), attrs, "strides", p.dims, 1, 1, "positive");
-  p.dilations = ints_attr(attrs.op(), attrs, "dilations", p.dims, 1, 1, "positive");
-  std::vector<int64_t> pads =
-      ints_attr(attrs.op(), attrs, "pads", 2 * p.dims, 0, 0, "non-negative");
-  p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(p.dims));
-  p.pad_hi.assign(pads.begin() + static_cast<long>(p.dims), pads.end());
-  p.group = attrs.get_int("group", 1);
-  ANVIL_CHECK(p.group >= 1, op, ": attribute 'group' must be positive, got ", p.group);
-  if (p.transpose) {
-    p.output_padding = ints_attr(attrs.op(), attrs, "output_padding", p.dims, 0, 0, "non-negative");
-    for (size_t d = 0; d < p.dims; ++d) {
-      ANVIL_CHECK(p.output_padding[d] < std::max(p.strides[d], p.dilations[d]), op,
-                  ": attribute 'output_padding' ", list_str(p.output_padding),
-                  " must be smaller than the stride or the dilation (strides ", list_str(p.strides),
-                  ", dilations ", list_str(p.dilations), ")");
-    }
-  }
+  Window w = parse_window(attrs, p.dims, conv_window(p.transpose));
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pad_lo = w.pad_lo;
+  p.pad_hi = w.pad_hi;
+  p.group = w.group;
+  p.output_padding = w.output_padding;
+  check_output_padding(op, w);
+  std::vector<int64_t> pads = w.pads();
 
   const std::vector<int64_t>& xs = in[0].shape;
   const std::vector<int64_t>& ws = in[1].shape;
@@ -546,6 +544,9 @@ void register_conv(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  bool transpose = name == "conv2d_transpose";
+  def.attrs = window_attrs(name == "conv1d" ? 1 : 2, conv_window(transpose));
+  def.flops = conv_flops(transpose);
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return infer_types(in, attrs, name);
   };
@@ -564,8 +565,8 @@ void register_conv(const std::string& name) {
   def.schedule_gpu = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs& attrs,
                         const Target& target, const Config& config) {
     std::vector<int64_t> out = shape_of(outs[0]);
-    int64_t group = attrs.get_int("group", 1);
-    if (!conv_gpu_tiled(group, out[1])) return schedule_gpu_default(s, outs, target);
+    if (!conv_gpu_tiled(attrs.get_int("group"), out[1]))
+      return schedule_gpu_default(s, outs, target);
     schedule_gpu_tiled(s, outs, conv_gpu_axes(out.size() - 2), kConvGpuMaxKTile, config);
   };
   def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,

@@ -26,6 +26,7 @@
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -92,9 +93,10 @@ Params parse(const std::string& op, const std::vector<TensorType>& in, const Att
     p.OB = ws[0];
     p.ob = ws[5];
   }
-  std::vector<int64_t> s = ints_attr(attrs.op(), attrs, "strides", 2, 1, 1, "positive");
-  std::vector<int64_t> d = ints_attr(attrs.op(), attrs, "dilations", 2, 1, 1, "positive");
-  std::vector<int64_t> pads = ints_attr(attrs.op(), attrs, "pads", 4, 0, 0, "non-negative");
+  Window w = parse_window(attrs, 2, 0);
+  const std::vector<int64_t>& s = w.strides;
+  const std::vector<int64_t>& d = w.dilations;
+  std::vector<int64_t> pads = w.pads();
   p.sh = s[0];
   p.sw = s[1];
   p.dh = d[0];
@@ -239,10 +241,24 @@ ConvShape conv_shape(const Params& p) {
           p.KH, p.KW, p.depthwise};
 }
 
+// The direct convolution's count, 2 per tap (flops.h): over the blocked, padded input channels
+// C/ib * ib, or one channel for depthwise.
+double nchwc_conv_flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                        const Attrs& attrs) {
+  const std::string& op = attrs.op();
+  // [O/ob, C/ib, KH, KW, ib, ob], depthwise [C/b, 1, KH, KW, 1, b]
+  const std::vector<int64_t>& w = flops_operand(op, in, true, 1, 6);
+  double outputs = numel(TensorType{flops_operand(op, out, false, 0, 5), {}});
+  double channels = op == "depthwise_conv2d_nchwc" ? 1.0 : static_cast<double>(w[1] * w[4]);
+  return 2 * outputs * channels * static_cast<double>(w[2] * w[3]);
+}
+
 void register_conv(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  def.attrs = window_attrs(2, 0);
+  def.flops = nchwc_conv_flops;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{out_shape(parse(name, in, attrs)), DataType::Float32()}};
   };
@@ -282,11 +298,7 @@ Pack parse_pack(const std::string& op, const std::vector<TensorType>& in, const 
   k.C = ws[1];
   k.KH = ws[2];
   k.KW = ws[3];
-  auto block = [&](const char* name) {
-    int64_t b = attrs.get_int(name);
-    ANVIL_CHECK(b >= 1, op, ": attribute '", name, "' must be positive, got ", b);
-    return b;
-  };
+  auto block = [&](const char* name) { return attrs.get_int(name); };  // the schema checks it
   if (dw) {
     ANVIL_CHECK(k.C == 1, op, ": weight ", to_string(in[0]),
                 " is not depthwise (dimension 1 must be 1)");
@@ -304,6 +316,16 @@ void register_pack(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  auto block = [](const char* name, const char* doc) {
+    return AttrSpec{name, AttrType::kInt, std::nullopt, {positive()}, doc, /*required=*/true};
+  };
+  if (name == "depthwise_conv2d_nchwc_pack_weight") {
+    def.attrs = std::vector<AttrSpec>{block("block", "the channel block")};
+  } else {
+    def.attrs = std::vector<AttrSpec>{block("in_block", "the input channel block"),
+                                      block("out_block", "the output channel block")};
+  }
+  def.flops = flops_none();
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{parse_pack(name, in, attrs).shape, DataType::Float32()}};
   };

@@ -35,6 +35,7 @@
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
 #include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -47,6 +48,8 @@ namespace {
 
 const char* kOp = "conv2d_transpose_nchwc";
 const char* kPackOp = "conv2d_transpose_nchwc_pack_weight";
+// The window attributes (window.h): the kernel is given (the packed weight does not determine it).
+constexpr unsigned kWindow = kWindowKernel | kWindowGroup | kWindowOutputPadding;
 
 int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
@@ -111,21 +114,15 @@ Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
   ANVIL_CHECK(in[1].shape.size() == 8, kOp,
               ": weight must have rank 8 ([O/ob, C/ib, TY, TX, ib, SY, SX, ob], from ", kPackOp,
               "), got ", to_string(in[1]));
-  ANVIL_CHECK(attrs.get_int("group", 1) == 1, kOp, ": attribute 'group' must be 1, got ",
-              attrs.get_int("group", 1));
-  p.kernel = ints_attr(kOp, attrs, "kernel_shape", 2, 1, 1, "positive", true);
-  p.strides = ints_attr(kOp, attrs, "strides", 2, 1, 1, "positive");
-  p.dilations = ints_attr(kOp, attrs, "dilations", 2, 1, 1, "positive");
-  std::vector<int64_t> pads = ints_attr(kOp, attrs, "pads", 4, 0, 0, "non-negative");
-  p.pad_lo = {pads[0], pads[1]};
-  p.pad_hi = {pads[2], pads[3]};
-  p.output_padding = ints_attr(kOp, attrs, "output_padding", 2, 0, 0, "non-negative");
-  for (size_t d = 0; d < 2; ++d) {
-    ANVIL_CHECK(p.output_padding[d] < std::max(p.strides[d], p.dilations[d]), kOp,
-                ": attribute 'output_padding' ", list_str(p.output_padding),
-                " must be smaller than the stride or the dilation (strides ", list_str(p.strides),
-                ", dilations ", list_str(p.dilations), ")");
-  }
+  Window w = parse_window(attrs, 2, kWindow);
+  ANVIL_CHECK(w.group == 1, kOp, ": attribute 'group' must be 1, got ", w.group);
+  p.kernel = w.kernel;
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pad_lo = w.pad_lo;
+  p.pad_hi = w.pad_hi;
+  p.output_padding = w.output_padding;
+  check_output_padding(kOp, w);
   const std::vector<int64_t>& xs = in[0].shape;
   const std::vector<int64_t>& ws = in[1].shape;
   p.N = xs[0];
@@ -151,7 +148,7 @@ Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
     int64_t o =
         p.strides[d] * (sizes[d] - 1) + p.output_padding[d] + eff - p.pad_lo[d] - p.pad_hi[d];
     ANVIL_CHECK(o >= 1, kOp, ": output ", names[d], " ", o, " is not positive (input ", sizes[d],
-                ", dilated kernel ", eff, ", attribute 'pads' = ", list_str(pads), ")");
+                ", dilated kernel ", eff, ", attribute 'pads' = ", list_str(w.pads()), ")");
     (d == 0 ? p.OH : p.OW) = o;
   }
   // The source rows every output row reads, over all slots (zero slots read too).
@@ -287,14 +284,11 @@ PackParams parse_pack(const std::vector<TensorType>& in, const Attrs& attrs) {
               to_string(in[0]));
   ANVIL_CHECK(in[0].shape.size() == 4, kPackOp, ": weight must have rank 4 ([C, O, KH, KW]), got ",
               to_string(in[0]));
-  ANVIL_CHECK(attrs.has("in_block"), kPackOp, ": attribute 'in_block' is required");
-  ANVIL_CHECK(attrs.has("out_block"), kPackOp, ": attribute 'out_block' is required");
-  p.ib = attrs.get_int("in_block");
+  p.ib = attrs.get_int("in_block");  // required and positive: the schema checks them
   p.ob = attrs.get_int("out_block");
-  ANVIL_CHECK(p.ib >= 1, kPackOp, ": attribute 'in_block' must be positive, got ", p.ib);
-  ANVIL_CHECK(p.ob >= 1, kPackOp, ": attribute 'out_block' must be positive, got ", p.ob);
-  p.strides = ints_attr(kPackOp, attrs, "strides", 2, 1, 1, "positive");
-  p.dilations = ints_attr(kPackOp, attrs, "dilations", 2, 1, 1, "positive");
+  Window w = parse_window(attrs, 2, 0);
+  p.strides = w.strides;
+  p.dilations = w.dilations;
   const std::vector<int64_t>& s = in[0].shape;
   p.C = s[0];
   p.O = s[1];
@@ -374,6 +368,16 @@ void register_conv_transpose_nchwc_ops() {
   OpDef def;
   def.name = deconv::kOp;
   def.pattern = Pattern::kComplexOutFusable;
+  def.attrs = window_attrs(2, deconv::kWindow);
+  // As conv2d_transpose's: 2 per tap of every input element scattered to the O (blocked) output
+  // channels.
+  def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                 const Attrs& attrs) {
+    const std::vector<int64_t>& o = flops_operand(deconv::kOp, out, false, 0, 5);  // [N, O/ob, ..]
+    double taps = static_cast<double>(o[1] * o[4]);
+    for (int64_t k : attrs.get_ints("kernel_shape")) taps *= static_cast<double>(k);
+    return 2 * numel(TensorType{flops_operand(deconv::kOp, in, true, 0, 5), {}}) * taps;
+  };
   def.infer = deconv::infer;
   def.compute = deconv::compute;
   def.reference = deconv::reference;
@@ -384,6 +388,13 @@ void register_conv_transpose_nchwc_ops() {
   OpDef pack;
   pack.name = deconv::kPackOp;
   pack.pattern = Pattern::kInjective;
+  // The blocks, and the window's strides and dilations (which place the phases' taps).
+  pack.attrs = std::vector<AttrSpec>{
+      {"in_block", AttrType::kInt, std::nullopt, {positive()}, "the input channel block", true},
+      {"out_block", AttrType::kInt, std::nullopt, {positive()}, "the output channel block", true}};
+  for (const AttrSpec& spec : window_attrs(2, 0))
+    if (spec.name != "pads") pack.attrs.push_back(spec);
+  pack.flops = flops_none();
   pack.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{deconv::parse_pack(in, attrs).shape, DataType::Float32()}};
   };

@@ -102,10 +102,23 @@ struct Problem {
   int64_t panel = kPanel;  // columns per panel of the packed B (dense_packed: its block nb)
 };
 
-bool flag(const Attrs& attrs, const std::string& op, const std::string& name) {
-  int64_t v = attrs.get_int(name, 0);
-  ANVIL_CHECK(v == 0 || v == 1, op, ": attribute '", name, "' must be 0 or 1, not ", v);
-  return v == 1;
+bool flag(const Attrs& attrs, const std::string&, const std::string& name) {
+  return attrs.get_int(name) == 1;  // 0 or 1: the schema checks it
+}
+
+// The schema of matmul and batch_matmul (dense takes none: its weight is always transposed).
+std::vector<AttrSpec> matmul_attrs(const std::string& op) {
+  if (op == "dense") return {};
+  std::vector<AttrSpec> specs;
+  for (const char* name : {"trans_a", "trans_b"}) {
+    specs.push_back({name,
+                     AttrType::kInt,
+                     int64_t{0},
+                     {one_of(std::vector<int64_t>{0, 1})},
+                     name[6] == 'a' ? "1: A's last two dimensions are swapped"
+                                    : "1: B's last two dimensions are swapped"});
+  }
+  return specs;
 }
 
 // Validates the operand types of `op` and returns the problem. Every message names the op and
@@ -636,10 +649,26 @@ void schedule_dot_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs, te::
   sp.bind(paxes.back(), "threadIdx.x");
 }
 
+// 2 FLOPs per multiply-add of the reduction over K (flops.h), plus one per output for a bias.
+double matmul_flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                    const Attrs& attrs) {
+  const std::string& op = attrs.op();
+  const std::vector<int64_t>& a = flops_operand(op, in, true, 0, 1);
+  if (op == "dense" || op == "dense_packed") {
+    double n = numel(TensorType{flops_operand(op, out, false, 0, 0), {}});
+    return 2 * n * static_cast<double>(a.back()) + (in.size() > 2 ? n : 0.0);
+  }
+  bool trans_a = attrs.get_int("trans_a", 0) != 0 && a.size() >= 2;
+  int64_t k = trans_a ? a[a.size() - 2] : a.back();
+  return 2 * numel(TensorType{flops_operand(op, out, false, 0, 0), {}}) * static_cast<double>(k);
+}
+
 void register_matmul_like(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  def.attrs = matmul_attrs(name);
+  def.flops = matmul_flops;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(name, in, attrs);
     return std::vector<TensorType>{{out_shape(p), DataType::Float32()}};
@@ -685,10 +714,8 @@ void register_matmul_like(const std::string& name) {
 // ---- dense with a pre-packed weight
 
 // dense_pack_weight: weight [N, K] -> [ceil(N/nb), K, nb]; nb from attribute 'block'.
-int64_t pack_block(const std::string& op, const Attrs& attrs) {
-  int64_t nb = attrs.get_int("block", kDefaultPanel);
-  ANVIL_CHECK(nb >= 1, op, ": attribute 'block' must be >= 1, not ", nb);
-  return nb;
+int64_t pack_block(const std::string&, const Attrs& attrs) {
+  return attrs.get_int("block");  // positive: the schema checks it
 }
 
 std::vector<TensorType> pack_weight_infer(const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -724,8 +751,7 @@ Problem packed_analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.M = x[0];
   p.K = x[1];
   p.panel = w[2];
-  p.N = attrs.get_int("units");
-  ANVIL_CHECK(p.N >= 1, op, ": attribute 'units' must be >= 1, not ", p.N);
+  p.N = attrs.get_int("units");  // required and positive: the schema checks it
   ANVIL_CHECK(w[1] == p.K, op, ": inner dimensions differ: input 'x' ", shape_str(x),
               " has K = ", p.K, " but input 'packed' ", shape_str(w), " has K = ", w[1]);
   ANVIL_CHECK(
@@ -782,6 +808,9 @@ void register_packed_dense() {
   OpDef pack;
   pack.name = "dense_pack_weight";
   pack.pattern = Pattern::kInjective;
+  pack.attrs = std::vector<AttrSpec>{
+      {"block", AttrType::kInt, int64_t{kDefaultPanel}, {positive()}, "columns per panel"}};
+  pack.flops = flops_none();
   pack.infer = pack_weight_infer;
   pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     std::vector<int64_t> shape = shape_of(in[0]);
@@ -823,6 +852,9 @@ void register_packed_dense() {
   OpDef def;
   def.name = "dense_packed";
   def.pattern = Pattern::kComplexOutFusable;
+  def.attrs = std::vector<AttrSpec>{
+      {"units", AttrType::kInt, std::nullopt, {positive()}, "N, the output columns", true}};
+  def.flops = matmul_flops;
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{out_shape(packed_analyze(in, attrs)), DataType::Float32()}};
   };

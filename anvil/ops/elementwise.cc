@@ -134,13 +134,6 @@ DataType common_type(const std::string& op, const std::vector<TensorType>& in, T
   return t;
 }
 
-// A float attribute that must not be NaN.
-double float_attr(const Attrs& attrs, const std::string& name, double fallback) {
-  double v = attrs.get_float(name, fallback);
-  ANVIL_CHECK(!std::isnan(v), attrs.op(), ": attribute '", name, "' is NaN");
-  return v;
-}
-
 // The dtype named by cast's attribute 'to'.
 DataType cast_target(const Attrs& attrs) {
   std::string to = attrs.get_string("to");
@@ -220,6 +213,24 @@ int64_t wrap_mul(int64_t a, int64_t b) {
 
 // ---- registration
 
+// What an elementwise op declares besides its functions: its name, its attributes (none by
+// default: any given is an error) and whether it keeps the blocked layout (OpDef).
+struct Decl {
+  Decl(const char* name) : name(name) {}             // NOLINT: most ops declare only a name
+  Decl(std::string name) : name(std::move(name)) {}  // NOLINT
+  Decl(const char* name, std::vector<AttrSpec> attrs, bool keeps_blocked_layout = false)
+      : name(name), attrs(std::move(attrs)), keeps_blocked_layout(keeps_blocked_layout) {}
+  std::string name;
+  std::vector<AttrSpec> attrs;
+  bool keeps_blocked_layout = false;
+};
+constexpr bool kKeepsBlocked = true;
+
+// A float attribute that must not be NaN, with its default.
+AttrSpec float_attr(const char* name, double fallback, const char* doc) {
+  return {name, AttrType::kFloat, fallback, {not_nan()}, doc};
+}
+
 // Validates the input dtypes and the attributes; returns the output dtype.
 using TypeRule =
     std::function<DataType(const std::string&, const std::vector<TensorType>&, const Attrs&)>;
@@ -230,11 +241,16 @@ using RefFn = std::function<Value(const std::vector<Value>&, const Attrs&)>;
 
 // Registers an elementwise op of `arity` inputs, broadcast together. With `first_shape`, the
 // other inputs must broadcast to the first one's shape (prelu's slope).
-void register_elementwise(const std::string& name, size_t arity, TypeRule type_rule, ComputeFn f,
+void register_elementwise(const Decl& decl, size_t arity, TypeRule type_rule, ComputeFn f,
                           RefFn ref, bool first_shape = false) {
+  const std::string& name = decl.name;
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  def.attrs = decl.attrs;
+  // One per output element; cast only converts (flops.h).
+  def.flops = name == "cast" ? flops_none() : flops_per_output();
+  def.keeps_blocked_layout = decl.keeps_blocked_layout;
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
     ANVIL_CHECK(in.size() == arity, name, ": expects ", arity, arity == 1 ? " input" : " inputs",
@@ -317,15 +333,12 @@ Expr call(Intrinsic op, Expr x) {
 using UnaryF = std::function<Expr(Expr, const Attrs&)>;
 using UnaryRef = std::function<double(double, const Attrs&)>;
 
-// A unary float32 op; `check` validates the attributes.
-void unary_float(const std::string& name, UnaryF f, UnaryRef ref,
-                 std::function<void(const Attrs&)> check = nullptr) {
+// A unary float op (its schema validates the attributes).
+void unary_float(const Decl& decl, UnaryF f, UnaryRef ref) {
   register_elementwise(
-      name, 1,
-      [check](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
-        DataType t = common_type(op, in, TypeSet::kFloat);
-        if (check) check(attrs);
-        return t;
+      decl, 1,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs&) {
+        return common_type(op, in, TypeSet::kFloat);
       },
       [f](const std::vector<Expr>& x, const Attrs& attrs) { return f(x[0], attrs); },
       [ref](const std::vector<Value>& x, const Attrs& attrs) { return fval(ref(x[0].f, attrs)); });
@@ -339,10 +352,10 @@ using BinaryUIntRef = std::function<uint64_t(uint64_t, uint64_t)>;
 // A binary arithmetic op on floats and integers (floats only without `int_ref`). Integers narrower
 // than 64 bits are exact in an int64; uint64 takes `uint_ref` when its result depends on the
 // signedness (division, max, min), else `int_ref` on the bit patterns (add, sub, mul wrap alike).
-void binary_arith(const std::string& name, BinaryF f, BinaryFloatRef float_ref,
+void binary_arith(const Decl& decl, BinaryF f, BinaryFloatRef float_ref,
                   BinaryIntRef int_ref = nullptr, BinaryUIntRef uint_ref = nullptr) {
   register_elementwise(
-      name, 2, same_type(int_ref ? TypeSet::kNumeric : TypeSet::kFloat),
+      decl, 2, same_type(int_ref ? TypeSet::kNumeric : TypeSet::kFloat),
       [f](const std::vector<Expr>& x, const Attrs&) { return f(x[0], x[1]); },
       [float_ref, int_ref, uint_ref](const std::vector<Value>& x, const Attrs&) {
         if (x[0].is_float) return fval(float_ref(x[0].f, x[1].f));
@@ -394,7 +407,7 @@ int64_t int_div_ref(int64_t a, int64_t b) {
 void register_unary_ops() {
   // relu, neg and abs also take integers.
   register_elementwise(
-      "relu", 1, same_type(TypeSet::kNumeric),
+      {"relu", {}, kKeepsBlocked}, 1, same_type(TypeSet::kNumeric),
       [](const std::vector<Expr>& x, const Attrs&) { return max(x[0], make_zero(x[0].type())); },
       [](const std::vector<Value>& x, const Attrs&) {
         if (x[0].is_float) return fval(std::isnan(x[0].f) ? x[0].f : x[0].f < 0 ? 0.0 : x[0].f);
@@ -425,12 +438,15 @@ void register_unary_ops() {
   // clip(x; min, max): float32, int32 or int64; for integers the bounds must be integers in the
   // type's range (or infinite: no bound).
   register_elementwise(
-      "clip", 1,
+      {"clip",
+       {float_attr("min", -INFINITY, "the lower bound (-inf: none)"),
+        float_attr("max", INFINITY, "the upper bound (inf: none)")},
+       kKeepsBlocked},
+      1,
       [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
         DataType t = common_type(op, in, TypeSet::kNumeric);
-        std::pair<const char*, double> bounds[] = {{"min", -INFINITY}, {"max", INFINITY}};
-        for (auto [name, fallback] : bounds) {
-          double v = float_attr(attrs, name, fallback);
+        for (const char* name : {"min", "max"}) {
+          double v = attrs.get_float(name);
           if (t.is_float() || std::isinf(v)) continue;
           ANVIL_CHECK(v == std::floor(v), op, ": attribute '", name, "' is ", v,
                       ", but must be an integer for ", t, " input");
@@ -443,7 +459,7 @@ void register_unary_ops() {
       },
       [](const std::vector<Expr>& x, const Attrs& attrs) {
         DataType t = x[0].type();
-        double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
+        double lo = attrs.get_float("min"), hi = attrs.get_float("max");
         Expr y = x[0];
         if (t.is_float()) {
           if (lo != -INFINITY) y = max(y, make_const(t, lo));
@@ -461,7 +477,7 @@ void register_unary_ops() {
         return y;
       },
       [](const std::vector<Value>& x, const Attrs& attrs) {
-        double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
+        double lo = attrs.get_float("min"), hi = attrs.get_float("max");
         if (x[0].is_float) {
           double v = x[0].f;
           if (v < lo) v = lo;
@@ -476,29 +492,37 @@ void register_unary_ops() {
       });
 
   unary_float(
-      "leaky_relu",
+      {"leaky_relu", {float_attr("alpha", 0.01, "the slope for x < 0")}},
       [](Expr x, const Attrs& a) {
-        return select(x < 0.0f, x * static_cast<float>(a.get_float("alpha", 0.01)), x);
+        return select(x < 0.0f, x * static_cast<float>(a.get_float("alpha")), x);
       },
-      [](double x, const Attrs& a) { return x < 0 ? a.get_float("alpha", 0.01) * x : x; },
-      [](const Attrs& a) { float_attr(a, "alpha", 0.01); });
+      [](double x, const Attrs& a) { return x < 0 ? a.get_float("alpha") * x : x; });
+  // elu(x; alpha) = x for x > 0, else alpha * (exp(x) - 1) (ONNX Elu). Finite on the zeros of
+  // padded channels, so it keeps the blocked layout.
   unary_float(
-      "sigmoid", [](Expr x, const Attrs&) { return call(Intrinsic::kSigmoid, x); },
+      {"elu", {float_attr("alpha", 1.0, "the scale of exp(x) - 1 for x <= 0")}, kKeepsBlocked},
+      [](Expr x, const Attrs& a) {
+        Expr neg = (call(Intrinsic::kExp, x) - 1.0f) * static_cast<float>(a.get_float("alpha"));
+        return select(x > 0.0f, x, neg);
+      },
+      [](double x, const Attrs& a) {
+        return x > 0 ? x : a.get_float("alpha") * (std::exp(x) - 1);
+      });
+  unary_float(
+      {"sigmoid", {}, kKeepsBlocked},
+      [](Expr x, const Attrs&) { return call(Intrinsic::kSigmoid, x); },
       [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); });
   unary_float(
-      "hard_sigmoid",
+      {"hard_sigmoid",
+       {float_attr("alpha", 0.2, "the slope"), float_attr("beta", 0.5, "the offset")}},
       [](Expr x, const Attrs& a) {
-        float alpha = static_cast<float>(a.get_float("alpha", 0.2));
-        float beta = static_cast<float>(a.get_float("beta", 0.5));
+        float alpha = static_cast<float>(a.get_float("alpha"));
+        float beta = static_cast<float>(a.get_float("beta"));
         return max(min(x * alpha + beta, 1.0f), 0.0f);
       },
       [](double x, const Attrs& a) {
-        double y = a.get_float("alpha", 0.2) * x + a.get_float("beta", 0.5);
+        double y = a.get_float("alpha") * x + a.get_float("beta");
         return y < 0 ? 0.0 : y > 1 ? 1.0 : y;
-      },
-      [](const Attrs& a) {
-        float_attr(a, "alpha", 0.2);
-        float_attr(a, "beta", 0.5);
       });
   unary_float(
       "hard_swish",
@@ -508,7 +532,7 @@ void register_unary_ops() {
         return x * (y < 0 ? 0.0 : y > 1 ? 1.0 : y);
       });
   unary_float(
-      "tanh", [](Expr x, const Attrs&) { return call(Intrinsic::kTanh, x); },
+      {"tanh", {}, kKeepsBlocked}, [](Expr x, const Attrs&) { return call(Intrinsic::kTanh, x); },
       [](double x, const Attrs&) { return std::tanh(x); });
   unary_float(
       "exp", [](Expr x, const Attrs&) { return call(Intrinsic::kExp, x); },
@@ -527,9 +551,14 @@ void register_unary_ops() {
       [](double x, const Attrs&) { return std::erf(x); });
   // gelu: approximate = "none" (the exact erf form, default) or "tanh".
   unary_float(
-      "gelu",
+      {"gelu",
+       {{"approximate",
+         AttrType::kString,
+         std::string("none"),
+         {one_of(std::vector<std::string>{"none", "tanh"})},
+         "'none': the exact erf form; 'tanh': its tanh approximation"}}},
       [](Expr x, const Attrs& a) {
-        if (a.get_string("approximate", "none") == "tanh") {
+        if (a.get_string("approximate") == "tanh") {
           Expr inner =
               (x + x * x * x * 0.044715f) * static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
           return x * 0.5f * (call(Intrinsic::kTanh, inner) + 1.0f);
@@ -538,16 +567,11 @@ void register_unary_ops() {
                (call(Intrinsic::kErf, x * static_cast<float>(1 / std::numbers::sqrt2)) + 1.0f);
       },
       [](double x, const Attrs& a) {
-        if (a.get_string("approximate", "none") == "tanh") {
+        if (a.get_string("approximate") == "tanh") {
           return 0.5 * x *
                  (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
         }
         return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-      },
-      [](const Attrs& a) {
-        std::string approx = a.get_string("approximate", "none");
-        ANVIL_CHECK(approx == "none" || approx == "tanh", a.op(), ": attribute 'approximate' is '",
-                    approx, "', expected 'none' or 'tanh'");
       });
   unary_float(
       "floor", [](Expr x, const Attrs&) { return call(Intrinsic::kFloor, x); },
@@ -559,14 +583,14 @@ void register_unary_ops() {
 
 void register_binary_ops() {
   binary_arith(
-      "add", [](Expr a, Expr b) { return a + b; }, [](double a, double b) { return a + b; },
-      wrap_add);
+      {"add", {}, kKeepsBlocked}, [](Expr a, Expr b) { return a + b; },
+      [](double a, double b) { return a + b; }, wrap_add);
   binary_arith(
-      "sub", [](Expr a, Expr b) { return a - b; }, [](double a, double b) { return a - b; },
-      wrap_sub);
+      {"sub", {}, kKeepsBlocked}, [](Expr a, Expr b) { return a - b; },
+      [](double a, double b) { return a - b; }, wrap_sub);
   binary_arith(
-      "mul", [](Expr a, Expr b) { return a * b; }, [](double a, double b) { return a * b; },
-      wrap_mul);
+      {"mul", {}, kKeepsBlocked}, [](Expr a, Expr b) { return a * b; },
+      [](double a, double b) { return a * b; }, wrap_mul);
   binary_arith(
       "div", [](Expr a, Expr b) { return a.type().is_float() ? a / b : int_div(a, b); },
       [](double a, double b) { return a / b; }, int_div_ref,
@@ -578,14 +602,14 @@ void register_binary_ops() {
       },
       [](double a, double b) { return std::pow(a, b); });
   binary_arith(
-      "maximum", [](Expr a, Expr b) { return max(a, b); },
+      {"maximum", {}, kKeepsBlocked}, [](Expr a, Expr b) { return max(a, b); },
       [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
                                       : a > b                        ? a
                                                                      : b; },
       [](int64_t a, int64_t b) { return a > b ? a : b; },
       [](uint64_t a, uint64_t b) { return a > b ? a : b; });
   binary_arith(
-      "minimum", [](Expr a, Expr b) { return min(a, b); },
+      {"minimum", {}, kKeepsBlocked}, [](Expr a, Expr b) { return min(a, b); },
       [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
                                       : a < b                        ? a
                                                                      : b; },
@@ -652,7 +676,14 @@ void register_other_ops() {
       [](const std::vector<Value>& x, const Attrs&) { return x[0].i != 0 ? x[1] : x[2]; });
   // cast(x; to).
   register_elementwise(
-      "cast", 1,
+      {"cast",
+       {{"to",
+         AttrType::kString,
+         std::nullopt,
+         {},
+         "the target type: float16/32/64, int8/16/32/64, uint8/16/32/64 or bool",
+         /*required=*/true}}},
+      1,
       [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
         common_type(op, in, TypeSet::kNumericOrBool);
         return cast_target(attrs);

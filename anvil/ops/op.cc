@@ -1,5 +1,7 @@
 #include "anvil/ops/op.h"
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <sstream>
 
@@ -26,66 +28,225 @@ const char* pattern_name(Pattern p) {
 
 namespace {
 
+const OpDef* find_op(const std::string& name);
+
 template <typename T>
-const T* find_as(const std::map<std::string, AttrValue>& values, const std::string& op,
-                 const std::string& name, const char* kind) {
-  auto it = values.find(name);
-  if (it == values.end()) return nullptr;
-  const T* v = std::get_if<T>(&it->second);
-  ANVIL_CHECK(v, op, ": attribute '", name, "' must be ", kind);
-  return v;
+const T* as_kind(const AttrValue* v, const std::string& op, const std::string& name,
+                 const char* kind) {
+  if (!v) return nullptr;
+  const T* t = std::get_if<T>(v);
+  ANVIL_CHECK(t, op, ": attribute '", name, "' must be ", kind);
+  return t;
+}
+
+double to_float(const AttrValue* v, const std::string& op, const std::string& name) {
+  if (const int64_t* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+  const double* d = std::get_if<double>(v);
+  ANVIL_CHECK(d, op, ": attribute '", name, "' must be a number");
+  return *d;
+}
+
+std::vector<int64_t> to_ints(const AttrValue* v, const std::string& op, const std::string& name) {
+  if (const int64_t* i = std::get_if<int64_t>(v)) return {*i};
+  const std::vector<int64_t>* l = std::get_if<std::vector<int64_t>>(v);
+  ANVIL_CHECK(l, op, ": attribute '", name, "' must be a list of integers");
+  return *l;
 }
 
 }  // namespace
 
+const AttrValue* Attrs::find(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it != values_.end()) return &it->second;
+  const OpDef* def = find_op(op_);
+  if (!def) return nullptr;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.name == name) return spec.fallback ? &*spec.fallback : nullptr;
+  }
+  return nullptr;
+}
+
 int64_t Attrs::get_int(const std::string& name) const {
-  const int64_t* v = find_as<int64_t>(values_, op_, name, "an integer");
+  const int64_t* v = as_kind<int64_t>(find(name), op_, name, "an integer");
   ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
   return *v;
 }
 
 int64_t Attrs::get_int(const std::string& name, int64_t fallback) const {
-  const int64_t* v = find_as<int64_t>(values_, op_, name, "an integer");
+  const int64_t* v = as_kind<int64_t>(find(name), op_, name, "an integer");
   return v ? *v : fallback;
 }
 
 double Attrs::get_float(const std::string& name) const {
-  ANVIL_CHECK(has(name), op_, ": missing attribute '", name, "'");
-  return get_float(name, 0.0);
+  const AttrValue* v = find(name);
+  ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
+  return to_float(v, op_, name);
 }
 
 double Attrs::get_float(const std::string& name, double fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
-  if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
-  const double* d = std::get_if<double>(&it->second);
-  ANVIL_CHECK(d, op_, ": attribute '", name, "' must be a number");
-  return *d;
+  const AttrValue* v = find(name);
+  return v ? to_float(v, op_, name) : fallback;
 }
 
 std::vector<int64_t> Attrs::get_ints(const std::string& name) const {
-  ANVIL_CHECK(has(name), op_, ": missing attribute '", name, "'");
-  return get_ints(name, {});
+  const AttrValue* v = find(name);
+  ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
+  return to_ints(v, op_, name);
 }
 
 std::vector<int64_t> Attrs::get_ints(const std::string& name, std::vector<int64_t> fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
-  if (const int64_t* i = std::get_if<int64_t>(&it->second)) return {*i};
-  const std::vector<int64_t>* v = std::get_if<std::vector<int64_t>>(&it->second);
-  ANVIL_CHECK(v, op_, ": attribute '", name, "' must be a list of integers");
-  return *v;
+  const AttrValue* v = find(name);
+  return v ? to_ints(v, op_, name) : fallback;
 }
 
 std::string Attrs::get_string(const std::string& name) const {
-  const std::string* v = find_as<std::string>(values_, op_, name, "a string");
+  const std::string* v = as_kind<std::string>(find(name), op_, name, "a string");
   ANVIL_CHECK(v, op_, ": missing attribute '", name, "'");
   return *v;
 }
 
 std::string Attrs::get_string(const std::string& name, std::string fallback) const {
-  const std::string* v = find_as<std::string>(values_, op_, name, "a string");
+  const std::string* v = as_kind<std::string>(find(name), op_, name, "a string");
   return v ? *v : fallback;
+}
+
+std::string attr_str(const AttrValue& v) {
+  std::ostringstream os;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) {
+    os << *i;
+  } else if (const double* d = std::get_if<double>(&v)) {
+    if (std::isnan(*d)) {
+      os << "NaN";
+    } else {
+      os << *d;
+    }
+  } else if (const auto* l = std::get_if<std::vector<int64_t>>(&v)) {
+    os << list_str(*l);
+  } else if (const auto* f = std::get_if<std::vector<double>>(&v)) {
+    os << "[";
+    for (size_t k = 0; k < f->size(); ++k) os << (k ? ", " : "") << (*f)[k];
+    os << "]";
+  } else {
+    os << "'" << std::get<std::string>(v) << "'";
+  }
+  return os.str();
+}
+
+const char* attr_type_name(AttrType t) {
+  switch (t) {
+    case AttrType::kInt:
+      return "an integer";
+    case AttrType::kFloat:
+      return "a number";
+    case AttrType::kInts:
+      return "a list of integers";
+    case AttrType::kFloats:
+      return "a list of numbers";
+    case AttrType::kString:
+      return "a string";
+  }
+  return "?";
+}
+
+namespace {
+
+// The integers of an int or int-list value (empty for other kinds).
+std::vector<int64_t> ints_of(const AttrValue& v) {
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return {*i};
+  if (const auto* l = std::get_if<std::vector<int64_t>>(&v)) return *l;
+  return {};
+}
+
+bool has_type(const AttrValue& v, AttrType t) {
+  switch (t) {
+    case AttrType::kInt:
+      return std::holds_alternative<int64_t>(v);
+    case AttrType::kFloat:
+      return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
+    case AttrType::kInts:  // a single integer reads as a list of one (Attrs::get_ints)
+      return std::holds_alternative<std::vector<int64_t>>(v) || std::holds_alternative<int64_t>(v);
+    case AttrType::kFloats:
+      return std::holds_alternative<std::vector<double>>(v) ||
+             std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrType::kString:
+      return std::holds_alternative<std::string>(v);
+  }
+  return false;
+}
+
+}  // namespace
+
+AttrCheck positive() {
+  return {"be positive", [](const AttrValue& v) {
+            std::vector<int64_t> x = ints_of(v);
+            return std::all_of(x.begin(), x.end(), [](int64_t i) { return i > 0; });
+          }};
+}
+
+AttrCheck non_negative() {
+  return {"be non-negative", [](const AttrValue& v) {
+            std::vector<int64_t> x = ints_of(v);
+            return std::all_of(x.begin(), x.end(), [](int64_t i) { return i >= 0; });
+          }};
+}
+
+AttrCheck length(size_t n) {
+  return {str("have ", n, " values"), [n](const AttrValue& v) {
+            if (const auto* l = std::get_if<std::vector<int64_t>>(&v)) return l->size() == n;
+            if (const auto* f = std::get_if<std::vector<double>>(&v)) return f->size() == n;
+            return std::holds_alternative<int64_t>(v) && n == 1;
+          }};
+}
+
+AttrCheck one_of(std::vector<int64_t> values) {
+  std::string what = "be ";
+  for (size_t k = 0; k < values.size(); ++k)
+    what += (k == 0 ? "" : k + 1 == values.size() ? " or " : ", ") + std::to_string(values[k]);
+  return {what, [values](const AttrValue& v) {
+            const int64_t* i = std::get_if<int64_t>(&v);
+            return i && std::find(values.begin(), values.end(), *i) != values.end();
+          }};
+}
+
+AttrCheck one_of(std::vector<std::string> values) {
+  std::string what = "be ";
+  for (size_t k = 0; k < values.size(); ++k)
+    what += (k == 0 ? "'" : k + 1 == values.size() ? " or '" : ", '") + values[k] + "'";
+  return {what, [values](const AttrValue& v) {
+            const std::string* s = std::get_if<std::string>(&v);
+            return s && std::find(values.begin(), values.end(), *s) != values.end();
+          }};
+}
+
+AttrCheck not_nan() {
+  return {"be a number", [](const AttrValue& v) {
+            const double* d = std::get_if<double>(&v);
+            return !d || !std::isnan(*d);
+          }};
+}
+
+void check_attrs(const OpDef& def, const Attrs& attrs) {
+  const std::vector<AttrSpec>& specs = def.attrs;
+  for (const auto& [name, value] : attrs.values()) {
+    auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const AttrSpec& s) { return s.name == name; });
+    if (spec == specs.end()) {
+      std::string known;
+      for (const AttrSpec& s : specs) known += (known.empty() ? "'" : ", '") + s.name + "'";
+      ANVIL_FAIL(def.name, ": unknown attribute '", name, "' (= ", attr_str(value), "); ",
+                 known.empty() ? std::string("it takes none") : "it takes " + known);
+    }
+    ANVIL_CHECK(has_type(value, spec->type), def.name, ": attribute '", name, "' must be ",
+                attr_type_name(spec->type), ", got ", attr_str(value));
+    for (const AttrCheck& check : spec->checks) {
+      ANVIL_CHECK(check.ok(value), def.name, ": attribute '", name, "' must ", check.what, ", got ",
+                  attr_str(value));
+    }
+  }
+  for (const AttrSpec& spec : specs) {
+    ANVIL_CHECK(!spec.required || attrs.has(spec.name), def.name, ": missing attribute '",
+                spec.name, "' (required: ", spec.doc, ")");
+  }
 }
 
 std::string to_string(const TensorType& t) {
@@ -125,12 +286,79 @@ void ensure_registered() {
 
 }  // namespace
 
+namespace {
+
+// `attrs` naming `op` (a copy only when it names none or another: tests and passes build Attrs
+// without the op's name), so that reads find the schema's defaults and errors name the op.
+class Named {
+ public:
+  Named(const std::string& op, const Attrs& attrs) : attrs_(&attrs) {
+    if (attrs.op() != op) attrs_ = &(copy_ = Attrs(op, attrs.values()));
+  }
+  Named(const Named&) = delete;  // attrs_ may point into copy_
+  operator const Attrs&() const { return *attrs_; }
+
+ private:
+  const Attrs* attrs_;
+  Attrs copy_;
+};
+
+template <typename T>
+decltype(auto) name_attrs(const std::string&, T&& x) {
+  return std::forward<T>(x);
+}
+Named name_attrs(const std::string& op, const Attrs& attrs) {
+  return Named(op, attrs);
+}
+
+// Wraps f so that its Attrs argument names the op.
+template <typename R, typename... Args>
+void wrap(std::function<R(Args...)>& f, const std::string& op) {
+  if (!f) return;
+  f = [inner = std::move(f), op](Args... args) -> R {
+    return inner(name_attrs(op, std::forward<Args>(args))...);
+  };
+}
+
+}  // namespace
+
 void register_op(OpDef def) {
   ANVIL_ICHECK(!def.name.empty() && !registry().count(def.name), "operator '", def.name,
                "' registered twice");
+  const std::string& op = def.name;
+  if (def.infer) {
+    // The schema first: the shape rule may rely on what it checks.
+    OpDef schema;
+    schema.name = def.name;
+    schema.attrs = def.attrs;
+    def.infer = [inner = std::move(def.infer), schema](const std::vector<TensorType>& in,
+                                                       const Attrs& attrs) {
+      Named named(schema.name, attrs);
+      check_attrs(schema, named);
+      return inner(in, named);
+    };
+  }
+  wrap(def.compute, op);
+  wrap(def.reference, op);
+  wrap(def.flops, op);
+  wrap(def.space, op);
+  wrap(def.space_gpu, op);
+  wrap(def.schedule_gpu, op);
+  wrap(def.sample_inputs, op);
   std::string name = def.name;
   registry().emplace(std::move(name), std::move(def));
 }
+
+namespace {
+
+const OpDef* find_op(const std::string& name) {
+  if (name.empty()) return nullptr;
+  ensure_registered();
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+}  // namespace
 
 const OpDef& lookup(const std::string& name) {
   ensure_registered();
@@ -211,19 +439,39 @@ std::string list_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
-                               size_t n, int64_t fallback, int64_t min_value, const char* what,
-                               bool required) {
-  ANVIL_CHECK(!required || attrs.has(name), op, ": attribute '", name, "' is required (", n,
-              " values)");
-  std::vector<int64_t> v = attrs.get_ints(name, std::vector<int64_t>(n, fallback));
-  ANVIL_CHECK(v.size() == n, op, ": attribute '", name, "' must have ", n, " values, got ",
-              list_str(v));
-  for (int64_t x : v) {
-    ANVIL_CHECK(x >= min_value, op, ": attribute '", name, "' must be ", what, ", got ",
-                list_str(v));
-  }
-  return v;
+double numel(const TensorType& t) {
+  double n = 1;
+  for (int64_t d : t.shape) n *= static_cast<double>(d);
+  return n;
+}
+
+const std::vector<int64_t>& flops_operand(const std::string& op, const std::vector<TensorType>& v,
+                                          bool is_input, size_t i, size_t min_rank) {
+  ANVIL_CHECK(i < v.size() && v[i].shape.size() >= min_rank, "flops: operator '", op, "' needs ",
+              is_input ? "input " : "output ", i, " of rank at least ", min_rank, ", got ",
+              i < v.size() ? to_string(v[i]) : std::string("none"));
+  return v[i].shape;
+}
+
+FlopsFn flops_none() {
+  return [](const std::vector<TensorType>&, const std::vector<TensorType>&, const Attrs&) {
+    return 0.0;
+  };
+}
+
+FlopsFn flops_per_output(double per) {
+  return [per](const std::vector<TensorType>&, const std::vector<TensorType>& out, const Attrs&) {
+    double n = 0;
+    for (const TensorType& t : out) n += numel(t);
+    return per * n;
+  };
+}
+
+FlopsFn flops_per_input(double per) {
+  return
+      [per](const std::vector<TensorType>& in, const std::vector<TensorType>&, const Attrs& attrs) {
+        return per * numel(TensorType{flops_operand(attrs.op(), in, true, 0, 0), {}});
+      };
 }
 
 }  // namespace anvil::ops

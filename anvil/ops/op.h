@@ -1,12 +1,13 @@
 // The operator library's common ground. Each operator lives in one place (anvil/ops/<family>.cc)
-// and registers an OpDef: its attributes' validation and shape rule, its tensor-expression
-// compute, its naive reference (the tests' oracle, never called by compiled code), its default
-// x86 schedule, its tunable knobs and its fusion pattern.
+// and registers an OpDef: its attribute schema and shape rule, its tensor-expression compute, its
+// naive reference (the tests' oracle, never called by compiled code), its FLOP count, its default
+// x86 schedule, its tunable knobs, its fusion pattern and how it meets the blocked layout.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -33,8 +34,11 @@ const char* pattern_name(Pattern p);
 using AttrValue =
     std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
 
-// Named attributes of one operator instance. Accessors throw anvil::Error naming the operator and
-// the attribute when it is missing or has the wrong kind.
+// Named attributes of one operator instance, as given (never with defaults filled in: tuning
+// records key on these values). A read of an absent attribute takes the default its op's schema
+// declares (OpDef::attrs), so each default is stated once; the overloads with a fallback serve
+// defaults that depend on the inputs (a schema entry without a default). Accessors throw
+// anvil::Error naming the operator and the attribute when it is missing or has the wrong kind.
 class Attrs {
  public:
   Attrs() = default;
@@ -56,8 +60,44 @@ class Attrs {
   const std::map<std::string, AttrValue>& values() const { return values_; }
 
  private:
+  // The value of `name`, else the schema's default, else null.
+  const AttrValue* find(const std::string& name) const;
+
   std::string op_;
   std::map<std::string, AttrValue> values_;
+};
+
+// "3", "0.5", "[1, 2]", "'tanh'": attribute values in error messages.
+std::string attr_str(const AttrValue& v);
+
+// ---- attribute schema
+
+enum class AttrType { kInt, kFloat, kInts, kFloats, kString };
+const char* attr_type_name(AttrType t);  // "an integer", "a number", ...
+
+// A rule an attribute's value must satisfy; `what` says it in errors ("conv2d: attribute
+// 'strides' must be positive, got [0, 1]").
+struct AttrCheck {
+  std::string what;
+  std::function<bool(const AttrValue&)> ok;
+};
+AttrCheck positive();                               // every integer > 0
+AttrCheck non_negative();                           // every integer >= 0
+AttrCheck length(size_t n);                         // a list of n values
+AttrCheck one_of(std::vector<int64_t> values);      // an integer among these
+AttrCheck one_of(std::vector<std::string> values);  // a string among these
+AttrCheck not_nan();                                // a number that is not NaN
+
+// One attribute an op declares.
+struct AttrSpec {
+  std::string name;
+  AttrType type = AttrType::kInt;
+  // The value when absent. None: the attribute is `required`, or its default depends on the inputs
+  // (e.g. strides: 1 per spatial axis; `doc` says so) and the op resolves it when it reads.
+  std::optional<AttrValue> fallback;
+  std::vector<AttrCheck> checks;
+  std::string doc;  // one line
+  bool required = false;
 };
 
 // The static type of a tensor.
@@ -78,9 +118,30 @@ using ConfigSpace = std::vector<Knob>;
 // One point of a space: knob name -> value. Missing knobs take their default.
 using Config = std::map<std::string, int64_t>;
 
+// FLOPs of one application to inputs and outputs of these types (anvil/graph/flops.h says what
+// is counted).
+using FlopsFn = std::function<double(const std::vector<TensorType>& inputs,
+                                     const std::vector<TensorType>& outputs, const Attrs& attrs)>;
+
+// Every function of an OpDef is called with Attrs that name the op (register_op sees to it), and
+// `infer` validates them against `attrs` first.
 struct OpDef {
   std::string name;
   Pattern pattern = Pattern::kOpaque;
+  // The attributes the op takes (empty: none). infer rejects an unknown name, a wrong type, a
+  // missing required attribute and a failed check (the error names op, attribute and value), and
+  // reads take the defaults from here.
+  std::vector<AttrSpec> attrs;
+  // The FLOP count. Every op with a compute has one (ops_schema_test); data movement declares
+  // flops_none().
+  FlopsFn flops;
+  // Layout (alter_layout): the op runs unchanged on inputs that are all in the blocked layout
+  // NCHW[x]c with one block and one shape, its output in that layout. Only for elementwise ops
+  // that keep the padded channels finite (their inputs there are zeros no consumer reads).
+  bool keeps_blocked_layout = false;
+  // Layout: the op computing this one on a float32 4-d input in NCHW[x]c (pools: their *_nchwc
+  // forms, with the same attributes), or empty.
+  std::string blocked_form;
   // Output types from input types; rejects invalid attributes and shapes with an error naming
   // the op and the attribute or input.
   std::function<std::vector<TensorType>(const std::vector<TensorType>&, const Attrs&)> infer;
@@ -112,11 +173,14 @@ struct OpDef {
       sample_inputs;
 };
 
-// The registry. register_op is called by each family's registration function (see ops.cc);
-// lookup throws anvil::Error naming the operator when it is unknown.
+// The registry. register_op (which wraps the functions as OpDef says) is called by each family's
+// registration function (see ops.cc); lookup throws anvil::Error naming the operator when it is
+// unknown.
 void register_op(OpDef def);
 const OpDef& lookup(const std::string& name);
 std::vector<std::string> registered_ops();
+// Validates `attrs` against def.attrs.
+void check_attrs(const OpDef& def, const Attrs& attrs);
 
 // The knobs of `def` for these inputs on `target`: space, or space_gpu on a GPU target (empty
 // when the op has none there).
@@ -139,11 +203,15 @@ DLDataType to_dlpack(ir::DataType t);
 ir::DataType from_dlpack(DLDataType t);
 // "[1, 2, 3]": lists in error messages.
 std::string list_str(const std::vector<int64_t>& v);
-// Integer-list attribute `name` of operator `op`: exactly n values, each at least min_value (`what`
-// names that rule in the error, e.g. "positive"); n copies of `fallback` when absent, or an error
-// when `required`.
-std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
-                               size_t n, int64_t fallback, int64_t min_value, const char* what,
-                               bool required = false);
+
+// FLOP rules' helpers.
+double numel(const TensorType& t);
+// The shape of input (or output) i, which must have at least `min_rank` dimensions (else an error
+// naming the op: "flops: operator 'x' needs input 1 of rank at least 6, got ...").
+const std::vector<int64_t>& flops_operand(const std::string& op, const std::vector<TensorType>& v,
+                                          bool is_input, size_t i, size_t min_rank);
+FlopsFn flops_none();                      // data movement, layout and weight packing: 0
+FlopsFn flops_per_output(double per = 1);  // `per` for each element of every output
+FlopsFn flops_per_input(double per = 1);   // `per` for each element of input 0
 
 }  // namespace anvil::ops

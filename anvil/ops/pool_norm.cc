@@ -34,6 +34,7 @@
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -82,18 +83,9 @@ struct PoolAttrs {
   bool count_include_pad = false;
 };
 
-std::vector<int64_t> ints_of_size(const std::string& op, const Attrs& attrs,
-                                  const std::string& name, size_t size,
-                                  std::vector<int64_t> fallback, int64_t min_value) {
-  std::vector<int64_t> v =
-      fallback.empty() ? attrs.get_ints(name) : attrs.get_ints(name, std::move(fallback));
-  ANVIL_CHECK(v.size() == size, op, ": attribute '", name, "' must have ", size, " values, got ",
-              shape_str(v));
-  for (int64_t x : v) {
-    ANVIL_CHECK(x >= min_value, op, ": attribute '", name, "' must be ",
-                min_value == 0 ? "non-negative" : "positive", ", got ", shape_str(v));
-  }
-  return v;
+// The window attributes a pool takes (window.h).
+unsigned pool_window(bool is_avg) {
+  return kWindowKernel | kWindowCeilMode | (is_avg ? kWindowCountIncludePad : 0u);
 }
 
 // Whether `op` is the NCHW[x]c form of a pool (its input is [N, C/b, H, W, b]).
@@ -125,34 +117,23 @@ PoolAttrs parse_pool(const std::string& op, const std::vector<TensorType>& in, c
               ": input 'x' must be ", is_avg ? "a float" : "a float or integer", " tensor, not ",
               t);
   check_pool_rank(op, in[0]);
-  std::vector<int64_t> k = ints_of_size(op, attrs, "kernel_shape", 2, {}, 1);
-  std::vector<int64_t> s = ints_of_size(op, attrs, "strides", 2, {1, 1}, 1);
-  std::vector<int64_t> p = ints_of_size(op, attrs, "pads", 4, {0, 0, 0, 0}, 0);
-  std::vector<int64_t> d = ints_of_size(op, attrs, "dilations", 2, {1, 1}, 1);
-  int64_t ceil_mode = attrs.get_int("ceil_mode", 0);
-  ANVIL_CHECK(ceil_mode == 0 || ceil_mode == 1, op, ": attribute 'ceil_mode' must be 0 or 1, got ",
-              ceil_mode);
+  Window win = parse_window(attrs, 2, pool_window(is_avg));
+  ANVIL_CHECK(is_avg || !attrs.has("count_include_pad"), op,
+              ": attribute 'count_include_pad' applies to avg_pool2d only");
+  const std::vector<int64_t>& k = win.kernel;
   PoolAttrs a;
-  a.ceil_mode = ceil_mode == 1;
-  if (is_avg) {
-    int64_t cip = attrs.get_int("count_include_pad", 0);
-    ANVIL_CHECK(cip == 0 || cip == 1, op, ": attribute 'count_include_pad' must be 0 or 1, got ",
-                cip);
-    a.count_include_pad = cip == 1;
-  } else {
-    ANVIL_CHECK(!attrs.has("count_include_pad"), op,
-                ": attribute 'count_include_pad' applies to avg_pool2d only");
-  }
+  a.ceil_mode = win.ceil_mode;
+  a.count_include_pad = win.count_include_pad;
   PoolDim* dims[2] = {&a.h, &a.w};
   const char* names[2] = {"height", "width"};
   for (int i = 0; i < 2; ++i) {
     PoolDim& pd = *dims[i];
     pd.in = in[0].shape[static_cast<size_t>(2 + i)];
     pd.kernel = k[static_cast<size_t>(i)];
-    pd.stride = s[static_cast<size_t>(i)];
-    pd.pad_begin = p[static_cast<size_t>(i)];
-    pd.pad_end = p[static_cast<size_t>(2 + i)];
-    pd.dilation = d[static_cast<size_t>(i)];
+    pd.stride = win.strides[static_cast<size_t>(i)];
+    pd.pad_begin = win.pad_lo[static_cast<size_t>(i)];
+    pd.pad_end = win.pad_hi[static_cast<size_t>(i)];
+    pd.dilation = win.dilations[static_cast<size_t>(i)];
     int64_t extent = (pd.kernel - 1) * pd.dilation + 1;
     int64_t padded = pd.in + pd.pad_begin + pd.pad_end;
     ANVIL_CHECK(extent <= padded, op, ": attribute 'kernel_shape' ", shape_str(k), " spans ",
@@ -356,7 +337,10 @@ void register_pool(const std::string& name, bool is_avg) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
-  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
+  def.attrs = window_attrs(2, pool_window(is_avg));
+  def.flops = pool_flops();
+  if (!is_blocked(name)) def.blocked_form = name + "_nchwc";  // pooling is per channel
+  def.space_gpu = gpu_default_space;                          // the default GPU schedule, tunable
   def.infer = [name, is_avg](const std::vector<TensorType>& in, const Attrs& attrs) {
     PoolAttrs a = parse_pool(name, in, attrs, is_avg);
     return std::vector<TensorType>{{pooled_shape(in[0].shape, a.h.out, a.w.out), in[0].dtype}};
@@ -407,6 +391,8 @@ void register_global_pool(const std::string& name, bool is_avg) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
+  def.flops = flops_per_input();
+  if (!is_blocked(name)) def.blocked_form = name + "_nchwc";
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs&) {
     check_global_input(name, in);
@@ -463,13 +449,28 @@ void register_global_pool(const std::string& name, bool is_avg) {
   register_op(std::move(def));
 }
 
+// `per` FLOPs for each element of the (first) output.
+FlopsFn norm_flops(double per) {
+  return [per](const std::vector<TensorType>&, const std::vector<TensorType>& out,
+               const Attrs& attrs) {
+    return per * numel(TensorType{flops_operand(attrs.op(), out, false, 0, 0), {}});
+  };
+}
+
 // ---- batch_norm (inference): y = (x - mean[c]) * scale[c] / sqrt(var[c] + epsilon) + bias[c]
 
-double epsilon_of(const std::string& op, const Attrs& attrs) {
-  double eps = attrs.get_float("epsilon", 1e-5);
-  ANVIL_CHECK(eps >= 0 && std::isfinite(eps), op,
-              ": attribute 'epsilon' must be finite and non-negative, got ", eps);
-  return eps;
+// The normalizations' epsilon (finite and non-negative: the schema checks it).
+AttrSpec epsilon_attr() {
+  AttrCheck finite{"be finite and non-negative", [](const AttrValue& v) {
+                     const double* d = std::get_if<double>(&v);
+                     double e = d ? *d : static_cast<double>(std::get<int64_t>(v));
+                     return std::isfinite(e) && e >= 0;
+                   }};
+  return {"epsilon", AttrType::kFloat, 1e-5, {finite}, "added to the variance"};
+}
+
+double epsilon_of(const std::string&, const Attrs& attrs) {
+  return attrs.get_float("epsilon");
 }
 
 // Checks that input `i` (named `what`) of `op` has exactly `shape`.
@@ -499,6 +500,8 @@ void register_batch_norm() {
   const std::string name = "batch_norm";
   OpDef def;
   def.name = name;
+  def.attrs = std::vector<AttrSpec>{epsilon_attr()};
+  def.flops = norm_flops(2);  // scale and shift per element
   def.pattern = Pattern::kInjective;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_batch_norm(name, in, attrs);
@@ -634,7 +637,7 @@ void schedule_norm_x86(te::Schedule& s, const te::Tensor& out, const Target& tar
 
 int64_t layer_norm_axis(const std::string& op, const TensorType& x, const Attrs& attrs) {
   int64_t rank = static_cast<int64_t>(x.shape.size());
-  int64_t axis = attrs.get_int("axis", -1);
+  int64_t axis = attrs.get_int("axis");
   ANVIL_CHECK(axis >= -rank && axis < rank, op, ": attribute 'axis' = ", axis,
               " is out of range for a ", rank, "-d input");
   return axis < 0 ? axis + rank : axis;
@@ -695,6 +698,9 @@ void register_layer_norm() {
   const std::string name = "layer_norm";
   OpDef def;
   def.name = name;
+  def.attrs = std::vector<AttrSpec>{
+      epsilon_attr(), {"axis", AttrType::kInt, int64_t{-1}, {}, "the first normalized axis"}};
+  def.flops = norm_flops(8);  // mean, variance, normalize, scale and shift per element
   def.pattern = Pattern::kReduction;
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -730,6 +736,8 @@ void register_instance_norm() {
   const std::string name = "instance_norm";
   OpDef def;
   def.name = name;
+  def.attrs = std::vector<AttrSpec>{epsilon_attr()};
+  def.flops = norm_flops(8);  // mean, variance, normalize, scale and shift per element
   def.pattern = Pattern::kReduction;
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {

@@ -62,7 +62,7 @@ const char* input_name(int i) {
 }
 
 bool flag(const Attrs& attrs, const std::string& op, const std::string& name) {
-  int64_t v = attrs.get_int(name, 0);
+  int64_t v = attrs.get_int(name);
   ANVIL_CHECK(v == 0 || v == 1, op, ": attribute '", name, "' must be 0 or 1, not ", v);
   return v == 1;
 }
@@ -82,11 +82,10 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   r.lstm = op == "lstm";
   r.gates = r.lstm ? 4 : 3;
   int positions = r.lstm ? kNumInputs : kInitialH + 1;
-  ANVIL_CHECK(attrs.has("hidden_size"), op, ": attribute 'hidden_size' is required");
   r.hidden = attrs.get_int("hidden_size");
   ANVIL_CHECK(r.hidden >= 1 && r.hidden < (int64_t{1} << 31), op,
               ": attribute 'hidden_size' must be from 1 to 2^31 - 1, not ", r.hidden);
-  r.direction = attrs.get_string("direction", "forward");
+  r.direction = attrs.get_string("direction");
   ANVIL_CHECK(
       r.direction == "forward" || r.direction == "reverse" || r.direction == "bidirectional", op,
       ": attribute 'direction' must be forward, reverse or bidirectional, not '", r.direction, "'");
@@ -105,8 +104,8 @@ Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attr
   ANVIL_CHECK(!(r.gpu_form && r.packed), op,
               ": attributes 'gpu_form' and 'packed_weights' exclude each other (the GPU form reads "
               "the weights unpacked)");
-  ANVIL_CHECK(attrs.get_int("layout", 0) == 0, op,
-              ": attribute 'layout' must be 0 (seq-major), not ", attrs.get_int("layout", 0));
+  ANVIL_CHECK(attrs.get_int("layout") == 0, op, ": attribute 'layout' must be 0 (seq-major), not ",
+              attrs.get_int("layout"));
   for (const char* a : {"activation_alpha", "activation_beta"}) {
     ANVIL_CHECK(!attrs.has(a), op, ": attribute '", a,
                 "' is not supported (only the default activations are)");
@@ -322,6 +321,44 @@ void register_rnn(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  // ONNX's attributes (the op checks their values), and this library's own forms.
+  auto flag_attr = [](const char* flag, const char* doc) {
+    return AttrSpec{flag, AttrType::kInt, int64_t{0}, {}, doc};
+  };
+  def.attrs = std::vector<AttrSpec>{
+      {"hidden_size", AttrType::kInt, std::nullopt, {}, "H, the hidden state's size", true},
+      {"direction",
+       AttrType::kString,
+       std::string("forward"),
+       {},
+       "forward, reverse or bidirectional"},
+      {"clip",
+       AttrType::kFloat,
+       std::nullopt,
+       {},
+       "the gates' inputs clipped to +-clip (absent: none)"},
+      {"layout", AttrType::kInt, int64_t{0}, {}, "0: seq-major (the only one supported)"},
+      {"activations", AttrType::kString, std::nullopt, {}, "only the defaults are supported"},
+      {"activation_alpha", AttrType::kFloats, std::nullopt, {}, "not supported"},
+      {"activation_beta", AttrType::kFloats, std::nullopt, {}, "not supported"},
+      {"present", AttrType::kInts, std::nullopt, {}, "1 per ONNX input given (absent: all)"},
+      flag_attr("gpu_form", "1: the GPU form (plain products over unpacked weights)")};
+  if (name == "lstm") {
+    def.attrs.push_back(flag_attr("input_forget", "1: couple the input and forget gates"));
+    def.attrs.push_back(flag_attr("packed_weights", "1: W and R packed by dense_pack_weight"));
+  } else {
+    def.attrs.push_back(flag_attr("linear_before_reset", "1: apply the reset gate after R"));
+  }
+  // Every gate's products, input and recurrent, for every step and direction (flops.h); from X
+  // and Y, as W and R may be packed into panels (alter_layout).
+  def.flops = [name](const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                     const Attrs&) {
+    const std::vector<int64_t>& x = flops_operand(name, in, true, 0, 3);    // [seq, batch, I]
+    const std::vector<int64_t>& y = flops_operand(name, out, false, 0, 4);  // [seq, dirs, batch, H]
+    const double dirs = static_cast<double>(y[1]), H = static_cast<double>(y[3]);
+    const double G = (name == "lstm" ? 4 : 3) * H;
+    return 2 * static_cast<double>(x[0] * x[1]) * dirs * G * (static_cast<double>(x[2]) + H);
+  };
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return rnn_infer(analyze(name, in, attrs));

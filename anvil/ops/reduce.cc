@@ -126,14 +126,21 @@ struct ReduceSpec {
   }
 };
 
+// The schema's entries (OpDef::attrs).
+AttrSpec keepdims_attr() {
+  return {"keepdims",
+          AttrType::kInt,
+          int64_t{1},
+          {one_of(std::vector<int64_t>{0, 1})},
+          "1: the reduced dimensions stay, with extent 1"};
+}
+
 ReduceSpec reduce_spec(const std::string& op, const std::vector<int64_t>& shape,
                        const Attrs& attrs) {
   ReduceSpec spec;
   spec.in_shape = shape;
-  int64_t keepdims = attrs.get_int("keepdims", 1);
-  ANVIL_CHECK(keepdims == 0 || keepdims == 1, op, ": keepdims must be 0 or 1, not ", keepdims);
-  spec.keepdims = keepdims == 1;
-  std::vector<int64_t> axes = attrs.get_ints("axes", {});
+  spec.keepdims = attrs.get_int("keepdims") == 1;
+  std::vector<int64_t> axes = attrs.get_ints("axes");
   spec.reduced.assign(shape.size(), axes.empty());
   for (int64_t a : axes) {
     int d = normalize_axis(op, "axis", a, shape);
@@ -167,13 +174,9 @@ struct AxisSpec {
 AxisSpec arg_spec(const std::string& op, const std::vector<int64_t>& shape, const Attrs& attrs) {
   AxisSpec spec;
   spec.in_shape = shape;
-  spec.axis = normalize_axis(op, "axis", attrs.get_int("axis", 0), shape);
-  int64_t keepdims = attrs.get_int("keepdims", 1);
-  ANVIL_CHECK(keepdims == 0 || keepdims == 1, op, ": keepdims must be 0 or 1, not ", keepdims);
-  spec.keepdims = keepdims == 1;
-  int64_t last = attrs.get_int("select_last_index", 0);
-  ANVIL_CHECK(last == 0 || last == 1, op, ": select_last_index must be 0 or 1, not ", last);
-  spec.last_index = last == 1;
+  spec.axis = normalize_axis(op, "axis", attrs.get_int("axis"), shape);
+  spec.keepdims = attrs.get_int("keepdims") == 1;
+  spec.last_index = attrs.get_int("select_last_index") == 1;
   return spec;
 }
 
@@ -181,7 +184,7 @@ AxisSpec softmax_spec(const std::string& op, const std::vector<int64_t>& shape,
                       const Attrs& attrs) {
   AxisSpec spec;
   spec.in_shape = shape;
-  spec.axis = normalize_axis(op, "axis", attrs.get_int("axis", -1), shape);
+  spec.axis = normalize_axis(op, "axis", attrs.get_int("axis"), shape);
   return spec;
 }
 
@@ -402,6 +405,10 @@ void register_reduce(const std::string& name, ReduceKind kind) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.attrs = std::vector<AttrSpec>{
+      {"axes", AttrType::kInts, std::vector<int64_t>{}, {}, "the reduced axes (empty: all)"},
+      keepdims_attr()};
+  def.flops = flops_per_input();      // one per input element
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in, /*any_float=*/true);
@@ -547,6 +554,14 @@ void register_arg(const std::string& name, bool is_max) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kReduction;
+  def.attrs = std::vector<AttrSpec>{{"axis", AttrType::kInt, int64_t{0}, {}, "the reduced axis"},
+                                    keepdims_attr(),
+                                    {"select_last_index",
+                                     AttrType::kInt,
+                                     int64_t{0},
+                                     {one_of(std::vector<int64_t>{0, 1})},
+                                     "1: the last of equal extremes, 0: the first"}};
+  def.flops = flops_per_input();      // one comparison per input element
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in);
@@ -656,6 +671,9 @@ void register_softmax(const std::string& name, bool log) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  def.attrs =
+      std::vector<AttrSpec>{{"axis", AttrType::kInt, int64_t{-1}, {}, "the axis normalized over"}};
+  def.flops = flops_per_input(4);     // max, exp, sum, scale per element
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     check_input(name, in);

@@ -63,6 +63,13 @@ void register_layout_transform() {
   const std::string name = "layout_transform";
   register_transform(
       name,
+      {{"src_layout", AttrType::kString, std::nullopt, {}, "NCHW or NCHW<b>c", /*required=*/true},
+       {"dst_layout", AttrType::kString, std::nullopt, {}, "NCHW or NCHW<b>c", /*required=*/true},
+       {"channels",
+        AttrType::kInt,
+        std::nullopt,
+        {},
+        "the true channels, leaving a blocked layout (absent: all stored)"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -167,21 +174,21 @@ AxisMap axis_map(const std::string& coord, int64_t in, int64_t out, int64_t p, i
 ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   const std::string op = "resize";
   ResizeSpec s;
-  s.mode = attrs.get_string("mode", "nearest");
+  s.mode = attrs.get_string("mode");
   ANVIL_CHECK(s.mode == "nearest" || s.mode == "linear" || s.mode == "cubic", op,
               ": attribute 'mode' = '", s.mode, "' is not nearest, linear or cubic");
-  s.cubic_a = attrs.get_float("cubic_coeff_a", -0.75);
-  int64_t exclude = attrs.get_int("exclude_outside", 0);
+  s.cubic_a = attrs.get_float("cubic_coeff_a");
+  int64_t exclude = attrs.get_int("exclude_outside");
   ANVIL_CHECK(exclude == 0 || exclude == 1, op,
               ": attribute 'exclude_outside' must be 0 or 1, not ", exclude);
   s.exclude_outside = exclude == 1;
-  s.coord = attrs.get_string("coordinate_transformation_mode", "half_pixel");
+  s.coord = attrs.get_string("coordinate_transformation_mode");
   ANVIL_CHECK(s.coord == "half_pixel" || s.coord == "align_corners" || s.coord == "asymmetric" ||
                   s.coord == "pytorch_half_pixel" || s.coord == "tf_half_pixel_for_nn",
               op, ": attribute 'coordinate_transformation_mode' = '", s.coord,
               "' is not half_pixel, align_corners, asymmetric, pytorch_half_pixel or "
               "tf_half_pixel_for_nn");
-  s.nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
+  s.nearest = attrs.get_string("nearest_mode");
   ANVIL_CHECK(s.nearest == "round_prefer_floor" || s.nearest == "round_prefer_ceil" ||
                   s.nearest == "floor" || s.nearest == "ceil",
               op, ": attribute 'nearest_mode' = '", s.nearest,
@@ -271,6 +278,25 @@ void register_resize() {
   const std::string name = "resize";
   register_transform(
       name,
+      {{"mode", AttrType::kString, std::string("nearest"), {}, "nearest, linear or cubic"},
+       {"cubic_coeff_a", AttrType::kFloat, -0.75, {}, "the cubic kernel's a"},
+       {"exclude_outside",
+        AttrType::kInt,
+        int64_t{0},
+        {},
+        "1: cubic weights outside the input are dropped and the rest renormalized"},
+       {"coordinate_transformation_mode",
+        AttrType::kString,
+        std::string("half_pixel"),
+        {},
+        "how output coordinates map to input ones (ONNX's modes)"},
+       {"nearest_mode",
+        AttrType::kString,
+        std::string("round_prefer_floor"),
+        {},
+        "nearest mode's rounding"},
+       {"scales", AttrType::kFloats, std::nullopt, {}, "NCHW or HW scales (or sizes)"},
+       {"sizes", AttrType::kInts, std::nullopt, {}, "NCHW or HW output sizes (or scales)"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         ANVIL_CHECK(in[0].dtype == DataType::Float32(), name, ": input must be float32, not ",

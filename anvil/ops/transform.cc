@@ -1,6 +1,7 @@
 // Layout and data movement operators (ONNX semantics, snake-case names): reshape, flatten,
 // squeeze, unsqueeze, transpose, concat, split, slice, pad, gather, expand, tile, resize and
-// layout_transform (NCHW <-> NCHW[x]c). Every output element is a copy of one input element
+// layout_transform (NCHW <-> NCHW[x]c); slice and pad live in slice_pad.cc, resize and
+// layout_transform in resize_layout.cc. Every output element is a copy of one input element
 // (or a constant, or for resize a blend of a few), so all are injective.
 //
 // Empty tensors (a 0 dimension: slice selecting nothing, split with 0-size pieces, reshape with
@@ -26,7 +27,7 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
   const std::string op = "reshape";
   std::vector<int64_t> shape = attrs.get_ints("shape");
   // allowzero = 1 (ONNX): a 0 is an empty dimension, not a copy of the input's.
-  bool allowzero = attrs.get_int("allowzero", 0) == 1;
+  bool allowzero = attrs.get_int("allowzero") == 1;
   int infer_at = -1;
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -65,7 +66,7 @@ std::vector<int64_t> reshape_shape(const std::vector<int64_t>& in, const Attrs& 
 
 std::vector<int64_t> flatten_shape(const std::vector<int64_t>& in, const Attrs& attrs) {
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = attrs.get_int("axis", 1);
+  int64_t axis = attrs.get_int("axis");
   ANVIL_CHECK(axis >= -rank && axis <= rank, "flatten: attribute 'axis' = ", axis,
               " is out of range for rank ", rank);
   if (axis < 0) axis += rank;
@@ -113,9 +114,9 @@ std::vector<int64_t> unsqueeze_shape(const std::vector<int64_t>& in, const Attrs
 using ShapeFn = std::function<std::vector<int64_t>(const std::vector<int64_t>&, const Attrs&)>;
 
 // An op that keeps the elements in row-major order and changes the shape only.
-void register_reshape_like(const std::string& name, ShapeFn shape_fn) {
+void register_reshape_like(const std::string& name, std::vector<AttrSpec> attrs, ShapeFn shape_fn) {
   register_transform(
-      name,
+      name, std::move(attrs),
       [name, shape_fn](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -167,6 +168,11 @@ void register_transpose() {
   const std::string name = "transpose";
   register_transform(
       name,
+      {{"perm",
+        AttrType::kInts,
+        std::nullopt,
+        {},
+        "input axis of each output axis (absent: reversed)"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -238,6 +244,7 @@ void register_concat() {
   const std::string name = "concat";
   register_transform(
       name,
+      {{"axis", AttrType::kInt, std::nullopt, {}, "the axis joined along", /*required=*/true}},
       [](const std::vector<TensorType>& in, const Attrs& attrs) {
         for (const TensorType& t : in) check_data_type("concat", t);
         return std::vector<TensorType>{{concat_shape(in, attrs, nullptr), in[0].dtype}};
@@ -297,7 +304,7 @@ void register_concat() {
 std::vector<int64_t> split_sizes(const std::vector<int64_t>& in, const Attrs& attrs,
                                  int64_t* axis_out) {
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = norm_axis("split", "axis", attrs.get_int("axis", 0), rank);
+  int64_t axis = norm_axis("split", "axis", attrs.get_int("axis"), rank);
   int64_t dim = in[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
   if (attrs.has("split")) {
@@ -337,6 +344,9 @@ void register_split() {
   const std::string name = "split";
   register_transform(
       name,
+      {{"axis", AttrType::kInt, int64_t{0}, {}, "the axis split along"},
+       {"split", AttrType::kInts, std::nullopt, {}, "the pieces' sizes (or num_outputs)"},
+       {"num_outputs", AttrType::kInt, std::nullopt, {}, "equal pieces, the last smaller"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -397,217 +407,13 @@ void register_split() {
       });
 }
 
-// ---- slice
-
-// Per input dimension: the first index and the step of the selected elements, and the output
-// shape.
-struct SliceSpec {
-  std::vector<int64_t> start, step, shape;
-};
-
-SliceSpec slice_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
-  const std::string op = "slice";
-  int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> starts = attrs.get_ints("starts");
-  std::vector<int64_t> ends = attrs.get_ints("ends");
-  std::vector<int64_t> axes;
-  for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
-  axes = attrs.get_ints("axes", axes);
-  std::vector<int64_t> steps = attrs.get_ints("steps", std::vector<int64_t>(starts.size(), 1));
-  ANVIL_CHECK(
-      ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size(),
-      op, ": attributes 'starts', 'ends', 'axes' and 'steps' have different lengths (",
-      starts.size(), ", ", ends.size(), ", ", axes.size(), ", ", steps.size(), ")");
-  SliceSpec s{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1), in};
-  std::vector<bool> seen(in.size(), false);
-  for (size_t k = 0; k < starts.size(); ++k) {
-    size_t d = static_cast<size_t>(norm_axis(op, "axes", axes[k], rank));
-    ANVIL_CHECK(!seen[d], op, ": attribute 'axes' names axis ", d, " twice");
-    seen[d] = true;
-    int64_t dim = in[d], step = steps[k];
-    ANVIL_CHECK(step != 0, op, ": attribute 'steps' has a 0 for axis ", d);
-    int64_t b = starts[k], e = ends[k];
-    // ONNX: negative indices count from the end; then clamp to [0, dim] (step > 0) or
-    // [-1, dim - 1] (step < 0), starts to [0, dim - 1] for negative steps.
-    if (b < 0) b = b < -dim ? 0 : b + dim;
-    if (e < 0) e = e < -dim ? -1 : e + dim;
-    if (step > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-    } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-    }
-    int64_t n = step > 0 ? (e - b + step - 1) / step : (b - e + (-step) - 1) / (-step);
-    n = std::max<int64_t>(n, 0);  // 0: an empty result (references only)
-    s.start[d] = b;
-    s.step[d] = step;
-    s.shape[d] = n;
-  }
-  return s;
-}
-
-void register_slice() {
-  const std::string name = "slice";
-  register_transform(
-      name,
-      [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-        check_inputs(name, in, 1);
-        check_data_type(name, in[0]);
-        return std::vector<TensorType>{{slice_spec(in[0].shape, attrs).shape, in[0].dtype}};
-      },
-      [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-        te::Tensor x = in[0];
-        SliceSpec s = slice_spec(shape_of(x), attrs);
-        return std::vector<te::Tensor>{te::compute(
-            to_exprs(s.shape),
-            [&](const std::vector<Var>& i) {
-              std::vector<Expr> idx;
-              for (size_t d = 0; d < i.size(); ++d) {
-                idx.push_back(i[d] * static_cast<int>(s.step[d]) + static_cast<int>(s.start[d]));
-              }
-              return x(idx);
-            },
-            name)};
-      },
-      [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
-        std::vector<int64_t> ishape = host_shapes(in[0]);
-        SliceSpec s = slice_spec(ishape, attrs);
-        runtime::NDArray out = host_empty(s.shape, in[0].dtype());
-        std::vector<int64_t> is = strides_of(ishape);
-        int64_t o = 0;
-        for_each_coord(s.shape, [&](const std::vector<int64_t>& c) {
-          int64_t src = 0;
-          for (size_t d = 0; d < c.size(); ++d) src += (s.start[d] + c[d] * s.step[d]) * is[d];
-          copy_elem(in[0], src, out, o++);
-        });
-        return std::vector<runtime::NDArray>{out};
-      });
-}
-
-// ---- pad
-
-struct PadSpec {
-  std::vector<int64_t> begin, end, shape;
-  std::string mode;
-  double value;
-};
-
-PadSpec pad_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
-  const std::string op = "pad";
-  size_t rank = in.size();
-  std::vector<int64_t> pads = attrs.get_ints("pads");
-  ANVIL_CHECK(pads.size() == 2 * rank, op, ": attribute 'pads' ", shape_str(pads), " has ",
-              pads.size(), " entries, but the input ", shape_str(in), " needs ", 2 * rank);
-  PadSpec s;
-  s.mode = attrs.get_string("mode", "constant");
-  ANVIL_CHECK(s.mode == "constant" || s.mode == "edge" || s.mode == "reflect", op,
-              ": attribute 'mode' = '", s.mode, "' is not constant, edge or reflect");
-  s.value = attrs.get_float("value", 0.0);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t b = pads[d], e = pads[d + rank];
-    ANVIL_CHECK(b >= 0 && e >= 0, op, ": attribute 'pads' ", shape_str(pads),
-                " has a negative entry for axis ", d, " (cropping is not supported)");
-    ANVIL_CHECK(b < (int64_t{1} << 40) && e < (int64_t{1} << 40), op, ": attribute 'pads' ",
-                shape_str(pads), " pads axis ", d, " by more than 2^40");
-    ANVIL_CHECK(s.mode != "reflect" || (b < in[d] && e < in[d]), op, ": attribute 'pads' ",
-                shape_str(pads), " pads axis ", d, " of size ", in[d], " by ", std::max(b, e),
-                " in mode 'reflect', which needs pads smaller than the dimension");
-    s.begin.push_back(b);
-    s.end.push_back(e);
-    s.shape.push_back(in[d] + b + e);
-  }
-  return s;
-}
-
-void register_pad() {
-  const std::string name = "pad";
-  register_transform(
-      name,
-      [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-        check_inputs(name, in, 1);
-        check_data_type(name, in[0]);
-        PadSpec s = pad_spec(in[0].shape, attrs);
-        check_output_shape(name, s.shape);
-        return std::vector<TensorType>{{s.shape, in[0].dtype}};
-      },
-      [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-        te::Tensor x = in[0];
-        std::vector<int64_t> ishape = shape_of(x);
-        PadSpec s = pad_spec(ishape, attrs);
-        return std::vector<te::Tensor>{te::compute(
-            to_exprs(s.shape),
-            [&](const std::vector<Var>& i) {
-              std::vector<Expr> idx;
-              Expr inside;
-              for (size_t d = 0; d < i.size(); ++d) {
-                int64_t n = ishape[d];
-                if (s.begin[d] == 0 && s.end[d] == 0) {
-                  idx.push_back(i[d]);
-                  continue;
-                }
-                Expr j = i[d] - static_cast<int>(s.begin[d]);
-                if (s.mode == "reflect") {
-                  // One reflection suffices: pads are smaller than the dimension.
-                  Expr r = select(j < 0, -j, j);
-                  idx.push_back(
-                      select(r >= static_cast<int>(n), static_cast<int>(2 * (n - 1)) - r, r));
-                } else {
-                  idx.push_back(clamp_index(j, n));
-                  if (s.mode == "constant") {
-                    Expr c = j >= 0 && j < static_cast<int>(n);
-                    inside = inside.defined() ? (inside && c) : c;
-                  }
-                }
-              }
-              Expr v = x(idx);
-              if (!inside.defined()) return v;
-              Expr fill = x->dtype.is_float() ? make_const(x->dtype, s.value)
-                                              : make_const(x->dtype, static_cast<int64_t>(s.value));
-              return select(inside, v, fill);
-            },
-            name)};
-      },
-      [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
-        std::vector<int64_t> ishape = host_shapes(in[0]);
-        PadSpec s = pad_spec(ishape, attrs);
-        runtime::NDArray out = host_empty(s.shape, in[0].dtype());
-        std::vector<int64_t> is = strides_of(ishape);
-        int64_t o = 0;
-        for_each_coord(s.shape, [&](const std::vector<int64_t>& c) {
-          int64_t src = 0;
-          bool inside = true;
-          for (size_t d = 0; d < c.size(); ++d) {
-            int64_t n = ishape[d], j = c[d] - s.begin[d];
-            if (j < 0 || j >= n) {
-              if (s.mode == "constant") {
-                inside = false;
-              } else if (s.mode == "edge") {
-                j = j < 0 ? 0 : n - 1;
-              } else {
-                j = j < 0 ? -j : 2 * n - 2 - j;
-              }
-            }
-            src += j * is[d];
-          }
-          if (inside) {
-            copy_elem(in[0], src, out, o);
-          } else {
-            set_elem(out, o, s.value);
-          }
-          ++o;
-        });
-        return std::vector<runtime::NDArray>{out};
-      });
-}
-
 // ---- gather
 
 std::vector<int64_t> gather_shape(const std::vector<int64_t>& data,
                                   const std::vector<int64_t>& indices, const Attrs& attrs,
                                   int64_t* axis_out) {
   int64_t axis =
-      norm_axis("gather", "axis", attrs.get_int("axis", 0), static_cast<int64_t>(data.size()));
+      norm_axis("gather", "axis", attrs.get_int("axis"), static_cast<int64_t>(data.size()));
   std::vector<int64_t> out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
@@ -618,7 +424,7 @@ std::vector<int64_t> gather_shape(const std::vector<int64_t>& data,
 void register_gather() {
   const std::string name = "gather";
   register_transform(
-      name,
+      name, {{"axis", AttrType::kInt, int64_t{0}, {}, "the axis indexed"}},
       [name](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 2);
         check_data_type(name, in[0], "data");
@@ -719,6 +525,18 @@ std::vector<int64_t> tile_shape(const std::vector<int64_t>& in, const Attrs& att
 void register_repeat(const std::string& name, ShapeFn shape_fn, bool broadcast) {
   register_transform(
       name,
+      {broadcast ? AttrSpec{"shape",
+                            AttrType::kInts,
+                            std::nullopt,
+                            {},
+                            "the shape the input broadcasts to",
+                            /*required=*/true}
+                 : AttrSpec{"repeats",
+                            AttrType::kInts,
+                            std::nullopt,
+                            {},
+                            "the copies per axis",
+                            /*required=*/true}},
       [name, shape_fn](const std::vector<TensorType>& in, const Attrs& attrs) {
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
@@ -768,10 +586,35 @@ void register_repeat(const std::string& name, ShapeFn shape_fn, bool broadcast) 
 }  // namespace
 
 void register_transform_ops() {
-  register_reshape_like("reshape", reshape_shape);
-  register_reshape_like("flatten", flatten_shape);
-  register_reshape_like("squeeze", squeeze_shape);
-  register_reshape_like("unsqueeze", unsqueeze_shape);
+  register_reshape_like("reshape",
+                        {{"shape",
+                          AttrType::kInts,
+                          std::nullopt,
+                          {},
+                          "the output shape (0: the input's dimension, -1: inferred)",
+                          /*required=*/true},
+                         {"allowzero",
+                          AttrType::kInt,
+                          int64_t{0},
+                          {one_of(std::vector<int64_t>{0, 1})},
+                          "1: a 0 in shape is an empty dimension"}},
+                        reshape_shape);
+  register_reshape_like(
+      "flatten",
+      {{"axis", AttrType::kInt, int64_t{1}, {}, "the axes before it make the first dimension"}},
+      flatten_shape);
+  register_reshape_like(
+      "squeeze",
+      {{"axes", AttrType::kInts, std::nullopt, {}, "the unit axes removed (absent: all)"}},
+      squeeze_shape);
+  register_reshape_like("unsqueeze",
+                        {{"axes",
+                          AttrType::kInts,
+                          std::nullopt,
+                          {},
+                          "the output's inserted unit axes",
+                          /*required=*/true}},
+                        unsqueeze_shape);
   register_transpose();
   register_concat();
   register_split();

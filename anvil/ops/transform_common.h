@@ -163,11 +163,14 @@ using ComputeFn =
 using RefFn = std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&,
                                                           const Attrs&)>;
 
-inline void register_transform(const std::string& name, InferFn infer, ComputeFn compute,
-                               RefFn ref) {
+// `attrs`: the op's attribute schema (OpDef::attrs).
+inline void register_transform(const std::string& name, std::vector<AttrSpec> attrs, InferFn infer,
+                               ComputeFn compute, RefFn ref) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
+  def.attrs = std::move(attrs);
+  def.flops = flops_none();  // data movement
   def.compute = [name, infer, compute](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     // Empty tensors (a 0 dimension) are for the references only.
     std::vector<TensorType> types = types_of(in);
@@ -199,5 +202,8 @@ inline std::vector<int64_t> host_shapes(const runtime::NDArray& a) {
 // Defined in resize_layout.cc.
 void register_layout_transform();
 void register_resize();
+// Defined in slice_pad.cc.
+void register_slice();
+void register_pad();
 
 }  // namespace anvil::ops::transform_detail

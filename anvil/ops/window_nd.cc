@@ -20,6 +20,7 @@
 #include "anvil/ops/families.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -78,6 +79,11 @@ struct Conv {
   }
 };
 
+// The window attributes a convolution takes (window.h).
+unsigned conv_window(bool transpose) {
+  return kWindowGroup | (transpose ? kWindowOutputPadding : 0u);
+}
+
 Conv parse_conv(const std::string& op, size_t dims, bool transpose,
                 const std::vector<TensorType>& in, const Attrs& attrs) {
   Conv p;
@@ -95,15 +101,13 @@ Conv parse_conv(const std::string& op, size_t dims, bool transpose,
               to_string(in[0]));
   ANVIL_CHECK(in[1].shape.size() == rank, op, ": weight must have rank ", rank, ", got ",
               to_string(in[1]));
-  p.strides = ints_attr(op, attrs, "strides", dims, 1, 1, "positive");
-  p.dilations = ints_attr(op, attrs, "dilations", dims, 1, 1, "positive");
-  std::vector<int64_t> pads = ints_attr(op, attrs, "pads", 2 * dims, 0, 0, "non-negative");
-  p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(dims));
-  p.pad_hi.assign(pads.begin() + static_cast<long>(dims), pads.end());
-  p.group = attrs.get_int("group", 1);
-  ANVIL_CHECK(p.group >= 1, op, ": attribute 'group' must be positive, got ", p.group);
-  if (transpose)
-    p.output_padding = ints_attr(op, attrs, "output_padding", dims, 0, 0, "non-negative");
+  Window w = parse_window(attrs, dims, conv_window(transpose));
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pad_lo = w.pad_lo;
+  p.pad_hi = w.pad_hi;
+  p.group = w.group;
+  p.output_padding = w.output_padding;
   const std::vector<int64_t>& xs = in[0].shape;
   const std::vector<int64_t>& ws = in[1].shape;
   p.N = xs[0];
@@ -140,7 +144,7 @@ Conv parse_conv(const std::string& op, size_t dims, bool transpose,
                           : (p.in[d] + p.pad_lo[d] + p.pad_hi[d] - eff) / p.strides[d] + 1;
     ANVIL_CHECK(o >= 1 && (transpose || eff <= p.in[d] + p.pad_lo[d] + p.pad_hi[d]), op,
                 ": spatial dimension ", d, " has no output (input ", p.in[d], ", dilated kernel ",
-                eff, ", attribute 'pads' = ", list_str(pads), ")");
+                eff, ", attribute 'pads' = ", list_str(w.pads()), ")");
     p.out.push_back(o);
   }
   return p;
@@ -203,6 +207,8 @@ void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  def.attrs = window_attrs(dims, conv_window(transpose));
+  def.flops = conv_flops(transpose);
   def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{
         {parse_conv(name, dims, transpose, in, attrs).out_shape(), in[0].dtype}};
@@ -225,6 +231,11 @@ struct Pool {
   bool count_include_pad = false;
 };
 
+// The window attributes a pool takes (window.h).
+unsigned pool_window(bool is_avg) {
+  return kWindowKernel | kWindowCeilMode | (is_avg ? kWindowCountIncludePad : 0u);
+}
+
 Pool parse_pool(const std::string& op, size_t dims, bool is_avg, const std::vector<TensorType>& in,
                 const Attrs& attrs) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
@@ -238,31 +249,23 @@ Pool parse_pool(const std::string& op, size_t dims, bool is_avg, const std::vect
               to_string(in[0]));
   Pool p;
   p.in.assign(in[0].shape.begin() + 2, in[0].shape.end());
-  p.kernel = ints_attr(op, attrs, "kernel_shape", dims, 1, 1, "positive", /*required=*/true);
-  p.strides = ints_attr(op, attrs, "strides", dims, 1, 1, "positive");
-  p.dilations = ints_attr(op, attrs, "dilations", dims, 1, 1, "positive");
-  std::vector<int64_t> pads = ints_attr(op, attrs, "pads", 2 * dims, 0, 0, "non-negative");
-  p.pad_lo.assign(pads.begin(), pads.begin() + static_cast<long>(dims));
-  p.pad_hi.assign(pads.begin() + static_cast<long>(dims), pads.end());
-  int64_t ceil_mode = attrs.get_int("ceil_mode", 0);
-  ANVIL_CHECK(ceil_mode == 0 || ceil_mode == 1, op, ": attribute 'ceil_mode' must be 0 or 1, got ",
-              ceil_mode);
-  if (is_avg) {
-    int64_t cip = attrs.get_int("count_include_pad", 0);
-    ANVIL_CHECK(cip == 0 || cip == 1, op, ": attribute 'count_include_pad' must be 0 or 1, got ",
-                cip);
-    p.count_include_pad = cip == 1;
-  } else {
-    ANVIL_CHECK(!attrs.has("count_include_pad"), op,
-                ": attribute 'count_include_pad' applies to average pooling only");
-  }
+  Window w = parse_window(attrs, dims, pool_window(is_avg));
+  ANVIL_CHECK(is_avg || !attrs.has("count_include_pad"), op,
+              ": attribute 'count_include_pad' applies to average pooling only");
+  p.kernel = w.kernel;
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pad_lo = w.pad_lo;
+  p.pad_hi = w.pad_hi;
+  p.count_include_pad = w.count_include_pad;
+  bool ceil_mode = w.ceil_mode;
   for (size_t d = 0; d < dims; ++d) {
     int64_t extent = (p.kernel[d] - 1) * p.dilations[d] + 1;
     int64_t padded = p.in[d] + p.pad_lo[d] + p.pad_hi[d];
     ANVIL_CHECK(extent <= padded, op, ": attribute 'kernel_shape' ", list_str(p.kernel), " spans ",
                 extent, " in dimension ", d, ", more than the padded input's ", padded);
     int64_t span = padded - extent, o;
-    if (ceil_mode == 1) {
+    if (ceil_mode) {
       o = (span + p.strides[d] - 1) / p.strides[d] + 1;
       if ((o - 1) * p.strides[d] >= p.in[d] + p.pad_lo[d]) --o;
     } else {
@@ -346,12 +349,16 @@ void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool in
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kOpaque;
+  def.attrs = window_attrs(dims, pool_window(is_avg));
+  if (indices) {
+    def.attrs.push_back({"storage_order",
+                         AttrType::kInt,
+                         int64_t{0},
+                         {one_of(std::vector<int64_t>{0, 1})},
+                         "the indices' order: 0 row-major, 1 column-major"});
+  }
+  def.flops = pool_flops();
   def.infer = [=](const std::vector<TensorType>& in, const Attrs& attrs) {
-    if (indices) {
-      int64_t order = attrs.get_int("storage_order", 0);
-      ANVIL_CHECK(order == 0 || order == 1, name,
-                  ": attribute 'storage_order' must be 0 or 1, not ", order);
-    }
     Pool p = parse_pool(name, dims, is_avg, in, attrs);
     std::vector<int64_t> s = {in[0].shape[0], in[0].shape[1]};
     s.insert(s.end(), p.out.begin(), p.out.end());
@@ -363,7 +370,8 @@ void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool in
   };
   def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     Pool p = parse_pool(name, dims, is_avg, {{in[0].shape(), from_dlpack(in[0].dtype())}}, attrs);
-    return pool_reference(p, is_avg, in[0], indices, attrs.get_int("storage_order", 0) == 1);
+    return pool_reference(p, is_avg, in[0], indices,
+                          indices && attrs.get_int("storage_order") == 1);
   };
   register_op(std::move(def));
 }

@@ -56,6 +56,7 @@
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -171,12 +172,10 @@ PackParams parse_pack(const std::vector<TensorType>& in, const Attrs& attrs) {
   PackParams p;
   p.O = s[0];
   p.C = s[1];
+  // Blocks required and positive, tile 2 or 4: the schema checks them.
   p.ib = attrs.get_int("in_block");
   p.ob = attrs.get_int("out_block");
-  p.m = attrs.get_int("tile", 4);
-  ANVIL_CHECK(p.ib >= 1, kPack, ": attribute 'in_block' must be positive, got ", p.ib);
-  ANVIL_CHECK(p.ob >= 1, kPack, ": attribute 'out_block' must be positive, got ", p.ob);
-  ANVIL_CHECK(p.m == 2 || p.m == 4, kPack, ": attribute 'tile' must be 2 or 4, got ", p.m);
+  p.m = attrs.get_int("tile");
   p.a = p.m + 2;
   return p;
 }
@@ -222,23 +221,16 @@ ConvParams parse_conv(const std::vector<TensorType>& in, const Attrs& attrs, boo
               ": the weight must be transformed by ", kPack,
               nchw ? " with in_block = out_block = 1 ([a, a, O, C, 1]" : " ([a, a, O/ob, C, ob]",
               " with a = 4 or 6), got ", to_string(in[1]));
-  for (const char* name : {"strides", "dilations"}) {
-    std::vector<int64_t> v = attrs.get_ints(name, {1, 1});
+  Window w = parse_window(attrs, 2, kWindowGroup);
+  for (const auto& [name, v] : {std::pair{"strides", w.strides}, {"dilations", w.dilations}}) {
     ANVIL_CHECK(v == std::vector<int64_t>({1, 1}), op, ": attribute '", name,
                 "' must be [1, 1] (Winograd F(m, 3) is stride-1 and undilated), got ", list_str(v));
   }
-  int64_t group = attrs.get_int("group", 1);
-  ANVIL_CHECK(group == 1, op, ": attribute 'group' must be 1, got ", group);
-  std::vector<int64_t> ks = attrs.get_ints("kernel_shape", {3, 3});
+  ANVIL_CHECK(w.group == 1, op, ": attribute 'group' must be 1, got ", w.group);
+  std::vector<int64_t> ks = attrs.get_ints("kernel_shape");
   ANVIL_CHECK(ks == std::vector<int64_t>({3, 3}), op,
               ": attribute 'kernel_shape' must be [3, 3], got ", list_str(ks));
-  std::vector<int64_t> pads = attrs.get_ints("pads", {0, 0, 0, 0});
-  ANVIL_CHECK(pads.size() == 4, op,
-              ": attribute 'pads' must have 4 values [top, left, bottom, right], got ",
-              list_str(pads));
-  for (int64_t v : pads) {
-    ANVIL_CHECK(v >= 0, op, ": attribute 'pads' must be non-negative, got ", list_str(pads));
-  }
+  std::vector<int64_t> pads = w.pads();
   ConvParams p;
   p.nchw = nchw;
   const std::vector<int64_t>& xs = in[0].shape;
@@ -716,6 +708,15 @@ void register_winograd_ops() {
     OpDef def;
     def.name = kPack;
     def.pattern = Pattern::kInjective;
+    def.attrs = std::vector<AttrSpec>{
+        {"in_block", AttrType::kInt, std::nullopt, {positive()}, "the input channel block", true},
+        {"out_block", AttrType::kInt, std::nullopt, {positive()}, "the output channel block", true},
+        {"tile",
+         AttrType::kInt,
+         int64_t{4},
+         {one_of(std::vector<int64_t>{2, 4})},
+         "m of F(m x m, 3x3)"}};
+    def.flops = flops_none();
     def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
       return std::vector<TensorType>{{pack_shape(parse_pack(in, attrs)), DataType::Float32()}};
     };
@@ -733,6 +734,35 @@ void register_winograd_ops() {
     OpDef def;
     def.name = nchw ? kConvNchw : kConv;
     def.pattern = Pattern::kComplexOutFusable;
+    def.attrs = window_attrs(2, kWindowGroup);
+    def.attrs.push_back({"kernel_shape",
+                         AttrType::kInts,
+                         std::vector<int64_t>{3, 3},
+                         {},
+                         "3x3 only (accepted for the convolution it replaces)"});
+    def.attrs.push_back({"tile",
+                         AttrType::kInt,
+                         std::nullopt,
+                         {},
+                         "F(tile x tile, 3x3); default and only value: the weight's"});
+    // The direct convolution's count, as everyone reports it (flops.h): a Winograd kernel can
+    // run above the machine's peak.
+    if (nchw) {
+      def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                     const Attrs&) {
+        const std::vector<int64_t>& x = flops_operand(kConvNchw, in, true, 0, 4);  // [N, C, H, W]
+        double n = numel(TensorType{flops_operand(kConvNchw, out, false, 0, 4), {}});
+        return 2 * n * static_cast<double>(x[1]) * 9 + (in.size() > 2 ? n : 0.0);
+      };
+    } else {
+      def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                     const Attrs&) {
+        const std::vector<int64_t>& x =
+            flops_operand(kConv, in, true, 0, 5);  // [N, C/ib, H, W, ib]
+        double n = numel(TensorType{flops_operand(kConv, out, false, 0, 5), {}});
+        return 2 * n * static_cast<double>(x[1] * x[4]) * 9;
+      };
+    }
     def.infer = [nchw](const std::vector<TensorType>& in, const Attrs& attrs) {
       return std::vector<TensorType>{
           {conv_shape(parse_conv(in, attrs, nchw)), DataType::Float32()}};

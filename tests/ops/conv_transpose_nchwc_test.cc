@@ -545,7 +545,7 @@ TEST(ConvTransposeNchwc, Errors) {
   a.set("strides", std::vector<int64_t>{0, 2});
   expect_has(infer({1, 2, 4, 4, 4}, ws, a), "attribute 'strides' must be positive, got [0, 2]");
   expect_has(infer({1, 2, 4, 4, 4}, ws, Attrs(kOp, {})),
-             "conv2d_transpose_nchwc: attribute 'kernel_shape' is required");
+             "conv2d_transpose_nchwc: missing attribute 'kernel_shape'");
   expect_has(testing::user_error([&] {
                lookup(kOp).infer({{{1, 2, 4, 4, 4}, DataType::Int32()}, {ws, f32}}, d.attrs());
              }),
@@ -557,7 +557,7 @@ TEST(ConvTransposeNchwc, Errors) {
   expect_has(pack({8, 8, 4}, d.pack_attrs()),
              "conv2d_transpose_nchwc_pack_weight: weight must have rank 4");
   expect_has(pack({8, 8, 4, 4}, Attrs(kPack, {{"out_block", int64_t{8}}})),
-             "conv2d_transpose_nchwc_pack_weight: attribute 'in_block' is required");
+             "conv2d_transpose_nchwc_pack_weight: missing attribute 'in_block'");
   Attrs pa = d.pack_attrs();
   pa.set("out_block", int64_t{0});
   expect_has(pack({8, 8, 4, 4}, pa),

@@ -232,7 +232,7 @@ TEST(DenseErrors, BadRanksAndShapes) {
          "batch_matmul: batch dimensions of input 'A' [2, 4, 5] and input 'B' [3, 5, 5] do not "
          "broadcast");
   expect("matmul", {{{3, 4}, f32}, {{4, 5}, f32}}, mm_attrs("matmul", 2, 0),
-         "matmul: attribute 'trans_a' must be 0 or 1, not 2");
+         "matmul: attribute 'trans_a' must be 0 or 1, got 2");
   expect("matmul", {{{3, 4}, f32}}, mm_attrs("matmul", 0, 0), "matmul: expects 2 inputs");
 }
 
@@ -355,7 +355,7 @@ TEST(DensePackedErrors, ShapesAndAttributes) {
   expect("dense_pack_weight", {{{6}, f32}}, Attrs("dense_pack_weight", {}),
          "dense_pack_weight: input 'weight' must have rank 2 or more [batch.., N, K], got [6]");
   expect("dense_pack_weight", {{{4, 5}, f32}}, Attrs("dense_pack_weight", {{"block", int64_t{0}}}),
-         "dense_pack_weight: attribute 'block' must be >= 1, not 0");
+         "dense_pack_weight: attribute 'block' must be positive, got 0");
   expect("dense_packed", {{{3, 7}, f32}, {{2, 8, 16}, f32}}, units,
          "dense_packed: inner dimensions differ: input 'x' [3, 7] has K = 7 but input 'packed' "
          "[2, 8, 16] has K = 8");

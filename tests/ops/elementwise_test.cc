@@ -4,7 +4,7 @@
 //   1e-6  ops that are exact or correctly rounded in float32 (relu, leaky_relu, clip, neg, abs,
 //         floor, ceil, add, sub, mul, div, reciprocal, sqrt, maximum, minimum, prelu,
 //         hard_sigmoid, hard_swish) and libm's log and pow
-//   2e-6  ops on the back end's float32 polynomials (exp, tanh, sigmoid, erf, gelu)
+//   2e-6  ops on the back end's float32 polynomials (exp, tanh, sigmoid, erf, gelu, elu)
 //   exact integer and bool outputs (comparisons, logic, where, cast to integers and bool)
 #include <gtest/gtest.h>
 
@@ -118,6 +118,8 @@ TEST(Elementwise, UnaryFloat) {
       {"clip", {}, kExact, -1, 1},
       {"clip", Attrs("clip", {{"min", 0.5}, {"max", -0.5}}), kExact, -1, 1},  // min > max: max
       {"sigmoid", {}, kPoly, -20, 20},
+      {"elu", {}, kPoly, -5, 5},
+      {"elu", Attrs("elu", {{"alpha", 0.3}}), kPoly, -5, 5},
       {"hard_sigmoid", {}, kExact, -4, 4},
       {"hard_sigmoid", Attrs("hard_sigmoid", {{"alpha", 0.5}, {"beta", 0.1}}), kExact, -4, 4},
       {"hard_swish", {}, kExact, -5, 5},
@@ -168,6 +170,7 @@ TEST(Elementwise, UnarySpecialValues) {
   check("leaky_relu", {kNaN, -kInf, kInf});
   check("clip", {kNaN, -kInf, kInf}, kExact, Attrs("clip", {{"min", -1.0}, {"max", 1.0}}));
   check("hard_sigmoid", {kNaN, -kInf, kInf});
+  check("elu", {kNaN, -kInf, kInf, -0.0f, 1e-6f, -1e-6f, -100.0f}, kPoly);
   check("exp", {kNaN, -kInf, kInf, 88.0f, -87.0f, 100.0f, -200.0f}, kPoly);
   check("sigmoid", {kNaN, -kInf, kInf, 100.0f, -100.0f}, kPoly);
   check("tanh", {kNaN, -kInf, kInf, 20.0f, -20.0f}, kPoly);
@@ -327,12 +330,13 @@ TEST(Elementwise, Cast) {
 
 TEST(Elementwise, AllInjective) {
   for (const char* name :
-       {"relu",        "leaky_relu", "clip",        "sigmoid",     "hard_sigmoid", "hard_swish",
-        "tanh",        "exp",        "log",         "sqrt",        "reciprocal",   "erf",
-        "gelu",        "neg",        "abs",         "floor",       "ceil",         "add",
-        "sub",         "mul",        "div",         "pow",         "maximum",      "minimum",
-        "prelu",       "equal",      "less",        "less_equal",  "greater",      "greater_equal",
-        "logical_and", "logical_or", "logical_xor", "logical_not", "where",        "cast"}) {
+       {"relu",          "leaky_relu",  "elu",        "clip",        "sigmoid",     "hard_sigmoid",
+        "hard_swish",    "tanh",        "exp",        "log",         "sqrt",        "reciprocal",
+        "erf",           "gelu",        "neg",        "abs",         "floor",       "ceil",
+        "add",           "sub",         "mul",        "div",         "pow",         "maximum",
+        "minimum",       "prelu",       "equal",      "less",        "less_equal",  "greater",
+        "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "where",
+        "cast"}) {
     EXPECT_EQ(lookup(name).pattern, Pattern::kInjective) << name;
   }
 }
@@ -407,15 +411,17 @@ TEST(Elementwise, RejectsInvalidAttributes) {
              "clip: attribute 'max' is 2.14748e+09, outside the range of int32");
   expect_has(infer_error("clip", {{{3}, i64}}, {{"min", -0x1p64}}), "outside the range of int64");
   expect_has(infer_error("clip", {{{3}, f32}}, {{"max", std::nan("")}}),
-             "clip: attribute 'max' is NaN");
+             "clip: attribute 'max' must be a number, got NaN");
   expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::nan("")}}),
-             "leaky_relu: attribute 'alpha' is NaN");
+             "leaky_relu: attribute 'alpha' must be a number, got NaN");
   expect_has(infer_error("leaky_relu", {{{3}, f32}}, {{"alpha", std::string("big")}}),
              "leaky_relu: attribute 'alpha' must be a number");
+  expect_has(infer_error("elu", {{{3}, f32}}, {{"alpha", std::nan("")}}),
+             "elu: attribute 'alpha' must be a number, got NaN");
   expect_has(infer_error("hard_sigmoid", {{{3}, f32}}, {{"beta", std::nan("")}}),
-             "hard_sigmoid: attribute 'beta' is NaN");
+             "hard_sigmoid: attribute 'beta' must be a number, got NaN");
   expect_has(infer_error("gelu", {{{3}, f32}}, {{"approximate", std::string("fast")}}),
-             "gelu: attribute 'approximate' is 'fast', expected 'none' or 'tanh'");
+             "gelu: attribute 'approximate' must be 'none' or 'tanh', got 'fast'");
 }
 
 }  // namespace

@@ -326,7 +326,7 @@ TEST(RecurrentErrors, AttributesAndShapes) {
     EXPECT_NE(msg.find(want), std::string::npos) << msg;
   };
   AttrValue h4 = int64_t{4};
-  expect("lstm", lstm_in, {}, "lstm: attribute 'hidden_size' is required");
+  expect("lstm", lstm_in, {}, "lstm: missing attribute 'hidden_size'");
   expect("lstm", lstm_in, {{"hidden_size", h4}, {"direction", std::string("sideways")}},
          "lstm: attribute 'direction' must be forward, reverse or bidirectional, not 'sideways'");
   expect("lstm", lstm_in, {{"hidden_size", h4}, {"activations", std::string("Sigmoid,Relu,Tanh")}},

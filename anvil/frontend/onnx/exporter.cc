@@ -291,7 +291,7 @@ void export_gelu(Exporter& e) {
   DataType t = e.in_type(0).dtype;
   const std::string x = e.in(0);
   std::string inner;
-  if (e.attrs().get_string("approximate", "none") == "tanh") {
+  if (e.attrs().get_string("approximate") == "tanh") {
     std::string x2 = e.tmp("x2"), x3 = e.tmp("x3"), c3 = e.tmp("cubic"), s = e.tmp("sum"),
                 a = e.tmp("arg");
     e.add("Mul", {x, x}, {x2}, "x2");
@@ -319,20 +319,20 @@ void export_cast(Exporter& e) {
 }
 
 void export_batch_norm(Exporter& e) {
-  set_float(e.same("BatchNormalization"), "epsilon", e.attrs().get_float("epsilon", 1e-5));
+  set_float(e.same("BatchNormalization"), "epsilon", e.attrs().get_float("epsilon"));
 }
 
 void export_instance_norm(Exporter& e) {
-  set_float(e.same("InstanceNormalization"), "epsilon", e.attrs().get_float("epsilon", 1e-5));
+  set_float(e.same("InstanceNormalization"), "epsilon", e.attrs().get_float("epsilon"));
 }
 
 // layer_norm (ONNX LayerNormalization is opset 17): mean and variance over the axes from `axis`,
 // (x - mean) / sqrt(var + eps) * scale (+ bias).
 void export_layer_norm(Exporter& e) {
   int64_t r = rank(e.in_type(0));
-  int64_t axis = e.attrs().get_int("axis", -1);
+  int64_t axis = e.attrs().get_int("axis");
   if (axis < 0) axis += r;
-  ANVIL_CHECK(axis >= 0 && axis < r, "attribute 'axis' = ", e.attrs().get_int("axis", -1),
+  ANVIL_CHECK(axis >= 0 && axis < r, "attribute 'axis' = ", e.attrs().get_int("axis"),
               " is out of range for rank ", r);
   Ints axes;
   for (int64_t d = axis; d < r; ++d) axes.push_back(d);
@@ -349,8 +349,7 @@ void export_layer_norm(Exporter& e) {
   e.add("Sub", {e.in(0), mean}, {d}, "centered");
   e.add("Mul", {d, d}, {sq}, "squared");
   reduce(sq, var, "variance");
-  e.add("Add", {var, e.scalar("epsilon", t, e.attrs().get_float("epsilon", 1e-5))}, {ve},
-        "variance_eps");
+  e.add("Add", {var, e.scalar("epsilon", t, e.attrs().get_float("epsilon"))}, {ve}, "variance_eps");
   e.add("Sqrt", {ve}, {sd}, "stddev");
   e.add("Div", {d, sd}, {nrm}, "normalized");
   if (e.node().inputs.size() < 3) {
@@ -364,8 +363,8 @@ void export_layer_norm(Exporter& e) {
 
 // ReduceSum takes its axes as an input from opset 13, the other reductions as an attribute.
 void export_reduce(Exporter& e, const std::string& op_type) {
-  Ints axes = e.attrs().get_ints("axes", {});
-  int64_t keep = e.attrs().get_int("keepdims", 1);
+  Ints axes = e.attrs().get_ints("axes");
+  int64_t keep = e.attrs().get_int("keepdims");
   ::onnx::NodeProto* n;
   if (op_type == "ReduceSum") {
     std::vector<std::string> ins{e.in(0)};
@@ -380,9 +379,9 @@ void export_reduce(Exporter& e, const std::string& op_type) {
 
 void export_arg(Exporter& e, const std::string& op_type) {
   ::onnx::NodeProto* n = e.same(op_type);
-  set_int(n, "axis", e.attrs().get_int("axis", 0));
-  set_int(n, "keepdims", e.attrs().get_int("keepdims", 1));
-  set_int(n, "select_last_index", e.attrs().get_int("select_last_index", 0));
+  set_int(n, "axis", e.attrs().get_int("axis"));  // the op's defaults when absent
+  set_int(n, "keepdims", e.attrs().get_int("keepdims"));
+  set_int(n, "select_last_index", e.attrs().get_int("select_last_index"));
 }
 
 // reshape: the output's static shape (no -1 left to resolve; a 0 in it would copy the input's
@@ -561,12 +560,12 @@ const std::map<std::string, ExportFn>& op_table() {
       };
     }
     t["leaky_relu"] = [](Exporter& e) {
-      set_float(e.same("LeakyRelu"), "alpha", e.attrs().get_float("alpha", 0.01));
+      set_float(e.same("LeakyRelu"), "alpha", e.attrs().get_float("alpha"));
     };
     t["hard_sigmoid"] = [](Exporter& e) {
       ::onnx::NodeProto* n = e.same("HardSigmoid");
-      set_float(n, "alpha", e.attrs().get_float("alpha", 0.2));
-      set_float(n, "beta", e.attrs().get_float("beta", 0.5));
+      set_float(n, "alpha", e.attrs().get_float("alpha"));  // the op's defaults when absent
+      set_float(n, "beta", e.attrs().get_float("beta"));
     };
     t["hard_swish"] = export_hard_swish;
     t["gelu"] = export_gelu;

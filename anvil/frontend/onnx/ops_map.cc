@@ -749,6 +749,11 @@ const std::map<std::string, MapFn>& op_table() {
       return Vals{
           c.emit1("leaky_relu", A({{"alpha", c.attr_float("alpha", 0.01)}}), {c.in(0)}, true)};
     };
+    t["Elu"] = [](Ctx& c) {
+      AttrMap a;  // alpha absent: the op's default (ONNX's, 1.0)
+      if (c.has_attr("alpha")) a["alpha"] = c.attr_float("alpha", 0.0);
+      return Vals{c.emit1("elu", A(a), {c.in(0)}, true)};
+    };
     t["HardSigmoid"] = [](Ctx& c) {
       return Vals{
           c.emit1("hard_sigmoid",
