@@ -49,11 +49,11 @@ test: build
 run: build bench-setup
 	./$(BUILD_DIR)/bin/anvil_demo
 	@mkdir -p $(BUILD_DIR)/demo
-	./$(BUILD_DIR)/bin/anvil compile zoo:resnet18 --target llvm -o $(BUILD_DIR)/demo/resnet18.so
+	./$(BUILD_DIR)/bin/anvil compile zoo:resnet18 --target llvm --strict -o $(BUILD_DIR)/demo/resnet18.so
 	./$(BUILD_DIR)/bin/anvil run $(BUILD_DIR)/demo/resnet18.so --fill-mode random \
 	  --output-dir $(BUILD_DIR)/demo --repeat 20 --top 5
 	./$(BUILD_DIR)/bin/run_model $(BUILD_DIR)/demo/resnet18.so
-	./$(BUILD_DIR)/bin/anvil bench resnet18 --threads 1 --baselines onnxruntime
+	./$(BUILD_DIR)/bin/anvil bench resnet18 --threads 1 --baselines onnxruntime --strict
 
 # bench_ops (Anvil against oneDNN, layer by layer) runs with the perturbed shapes too, with the
 # committed tuning records (bench/records/zoo.json: anvil tune on the five workloads); bench_tuners
@@ -72,7 +72,7 @@ bench: build bench-setup
 	    $$b --records $(BENCH_OUT)/tuners/resnet18_c6_tuners.json \
 	      --summary-json $(BENCH_OUT)/tuners/summary.json || exit 1;; \
 	  *) $$b || exit 1;; esac; done
-	./$(BUILD_DIR)/bin/anvil bench --threads 1,2 --ablation --tuning-records $(RECORDS) \
+	./$(BUILD_DIR)/bin/anvil bench --threads 1,2 --ablation --strict --tuning-records $(RECORDS) \
 	  --summary-json $(BENCH_OUT)/summary.json --chart $(BENCH_OUT)/speedup.png
 
 format:

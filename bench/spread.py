@@ -1,18 +1,23 @@
 #!/usr/bin/python3
 """How much a compiled model's latency depends on the process it runs in.
 
-Runs ARTIFACT (a model.so) in N fresh processes (`anvil run ARTIFACT --repeat R`, as a user
-would), alternating with N fresh ONNX Runtime processes on the same ONNX file (the noise floor:
-what the machine itself varies); each process times --runs runs one call at a time, after one
-untimed run (ONNX Runtime: --warmup). Prints each process's median and, per side, the spread =
-(max - min) / median of the per-process medians. Any build of Anvil can be measured (--anvil).
+Loads ARTIFACT (a model.so) in N fresh processes (`anvil bench-worker`) and the same model as ONNX
+in N fresh ONNX Runtime processes (the noise floor: what the machine itself varies), all at once;
+then times them round-robin, a block at a time, alternating the two sides, until each process has
+its timed runs: at least --runs, and enough to fill --min-ms of timed work (small models), in
+--rounds blocks. Prints each process's median and, per side, the spread =
+(max - min) / median of the per-process medians.
+
+Why round-robin: this machine's speed drifts for seconds at a time (other tenants), and processes
+timed one after the other would take that drift for a difference between processes; interleaved,
+every process sees the same drift, and what is left is the process's own luck (where its memory
+landed).
 
   bench/spread.py build/demo/resnet18.so --onnx resnet18.onnx --processes 10 --threads 1
 
-The inputs are uniform random in [-1, 1) with a fixed seed, written as .npy for both sides
-(`--fill-mode random` as `anvil run` has it). ONNX Runtime comes from npm's onnxruntime-node
-(`make bench` installs it into build/bench-deps; --deps names another directory); without it,
-only Anvil's side runs. Writes --json FILE with every figure when asked.
+The inputs are uniform random in [-1, 1) with a fixed seed, written as .npy for both sides. ONNX
+Runtime comes from npm's onnxruntime-node (`make bench` installs it into build/bench-deps; --deps
+names another directory); without it, only Anvil's side runs. --json FILE keeps every figure.
 """
 import argparse
 import json
@@ -21,58 +26,59 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
 
 
-def worker(command):
+class Worker:
     """A process speaking the bench protocol (tools/anvil/bench.h) on its stdin and stdout."""
-    p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         bufsize=1)
-    greeting = json.loads(p.stdout.readline() or 'null')
-    if not greeting or not greeting.get('ok'):
-        p.kill()
-        raise RuntimeError(f'{command[0]}: no greeting ({greeting})')
-    return p
+
+    def __init__(self, command):
+        self.p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, bufsize=1)
+        greeting = json.loads(self.p.stdout.readline() or 'null')
+        if not greeting or not greeting.get('ok'):
+            self.p.kill()
+            raise RuntimeError(f'{command[0]}: no greeting ({greeting})')
+        self.ms = []
+
+    def request(self, req):
+        self.p.stdin.write(json.dumps(req) + '\n')
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f'worker died during {req["op"]} (exit {self.p.wait()})')
+        answer = json.loads(line)
+        if not answer.get('ok'):
+            raise RuntimeError(f'{req["op"]}: {answer.get("error")}')
+        return answer
+
+    def time(self, runs):
+        return self.request({'op': 'time', 'runs': runs})['ms']
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
 
 
-def request(p, req):
-    p.stdin.write(json.dumps(req) + '\n')
-    p.stdin.flush()
-    line = p.stdout.readline()
-    if not line:
-        raise RuntimeError(f'worker died during {req["op"]} (exit {p.wait()})')
-    answer = json.loads(line)
-    if not answer.get('ok'):
-        raise RuntimeError(f'{req["op"]}: {answer.get("error")}')
-    return answer
+def busy_jiffies():
+    with open('/proc/stat') as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v) - v[3] - v[4], sum(v)
 
 
-def one_process(command, model, threads, inputs, warmup, runs):
-    """The median of `runs` timed runs in a fresh process."""
-    p = worker(command)
-    try:
-        request(p, {'op': 'load', 'model': model, 'threads': threads, 'inputs': inputs})
-        request(p, {'op': 'time', 'runs': warmup})
-        ms = request(p, {'op': 'time', 'runs': runs})['ms']
-    finally:
-        p.stdin.close()
-        p.wait()
-    return statistics.median(ms)
-
-
-def anvil_process(anvil, artifact, threads, runs, directory):
-    """The median `anvil run` reports for `runs` runs in a fresh process."""
-    out = subprocess.run([anvil, 'run', artifact, '--fill-mode', 'random', '--repeat', str(runs),
-                          '--threads', str(threads), '--output-dir', directory],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f'anvil run {artifact}: exit {out.returncode}: {out.stderr.strip()}')
-    for line in out.stdout.splitlines():
-        if line.startswith('latency: median '):
-            return float(line.split()[2])
-    raise RuntimeError(f'anvil run printed no latency line:\n{out.stdout}')
+def wait_idle():
+    """Until the cores have been idle for 30 ms (at most 1 s): the threads of the block before
+    spin for a while after it, and would slow the next one."""
+    time.sleep(0.02)
+    for _ in range(33):
+        b0, t0 = busy_jiffies()
+        time.sleep(0.03)
+        b1, t1 = busy_jiffies()
+        if t1 == t0 or b1 - b0 <= 1:
+            return
 
 
 def spread(medians):
@@ -108,8 +114,11 @@ def main():
     ap.add_argument('artifact', help='the model.so to run')
     ap.add_argument('--onnx', required=True, help='the same model as ONNX (inputs, ONNX Runtime)')
     ap.add_argument('--processes', type=int, default=10)
-    ap.add_argument('--runs', type=int, default=30)
-    ap.add_argument('--warmup', type=int, default=5)
+    ap.add_argument('--runs', type=int, default=30, help='timed runs per process (at least 30)')
+    ap.add_argument('--min-ms', type=float, default=400,
+                    help='timed work per process at least (more runs for small models)')
+    ap.add_argument('--rounds', type=int, default=6, help='blocks per process')
+    ap.add_argument('--warmup', type=int, default=3, help='untimed runs per process first')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--anvil', default=os.path.join(root, 'build', 'bin', 'anvil'))
     ap.add_argument('--deps', default=os.path.join(root, 'build', 'bench-deps'))
@@ -122,31 +131,51 @@ def main():
     have_ort = os.path.isdir(os.path.join(a.deps, 'node_modules', 'onnxruntime-node'))
     if not have_ort:
         print(f'onnxruntime-node is not in {a.deps}: Anvil alone', file=sys.stderr)
-
-    medians = {'anvil': []}
+    sides = {'anvil': ([a.anvil, 'bench-worker'], os.path.abspath(a.artifact))}
     if have_ort:
-        medians['onnxruntime'] = []
-    with tempfile.TemporaryDirectory(prefix='anvil-spread-') as tmp:
-        inputs = write_inputs(a.onnx, tmp) if have_ort else {}
-        for i in range(a.processes):
-            for side in medians:
-                if side == 'anvil':
-                    m = anvil_process(a.anvil, os.path.abspath(a.artifact), a.threads, a.runs, tmp)
-                else:
-                    m = one_process(['node', ort_script, a.deps], os.path.abspath(a.onnx),
-                                    a.threads, inputs, a.warmup, a.runs)
-                medians[side].append(m)
-                print(f'process {i + 1:2d} {side:12s} median {m:.3f} ms', flush=True)
+        sides['onnxruntime'] = (['node', ort_script, a.deps], os.path.abspath(a.onnx))
 
-    print(f'\n{os.path.basename(a.artifact)}, {a.threads} thread(s), {a.processes} processes '
-          f'of {a.runs} runs each:')
+    workers = {side: [] for side in sides}
+    with tempfile.TemporaryDirectory(prefix='anvil-spread-') as tmp:
+        inputs = write_inputs(a.onnx, tmp)
+        try:
+            for i in range(a.processes):
+                for side, (command, model) in sides.items():
+                    w = Worker(command)
+                    w.request({'op': 'load', 'model': model, 'threads': a.threads,
+                               'inputs': inputs})
+                    w.time(a.warmup)
+                    workers[side].append(w)
+            # Runs per process from Anvil's first warm-up: --min-ms of work at least.
+            estimate = max(statistics.median(workers['anvil'][0].time(3)), 1e-3)
+            runs = max(a.runs, int(a.min_ms / estimate) + 1)
+            block = -(-runs // a.rounds)
+            runs = block * a.rounds
+            for _ in range(a.rounds):
+                for i in range(a.processes):
+                    for side in sides:
+                        wait_idle()
+                        w = workers[side][i]
+                        w.ms += w.time(block)
+        finally:
+            for ws in workers.values():
+                for w in ws:
+                    w.close()
+
+    medians = {side: [statistics.median(w.ms) for w in ws] for side, ws in workers.items()}
+    print(f'{os.path.basename(a.artifact)}, {a.threads} thread(s), {a.processes} processes per '
+          f'side, {runs} runs each in {a.rounds} blocks of {block}, round-robin:')
+    for side, ms in medians.items():
+        print(f'  {side:12s} per process: ' + ' '.join(f'{m:.3f}' for m in ms))
     for side, ms in medians.items():
         print(f'  {side:12s} median of medians {statistics.median(ms):.3f} ms, '
               f'min {min(ms):.3f}, max {max(ms):.3f}, spread {100 * spread(ms):.1f}%')
     if a.json:
         with open(a.json, 'w') as f:
-            json.dump({side: {'process_ms': ms, 'median_ms': statistics.median(ms),
-                              'spread': spread(ms)} for side, ms in medians.items()}, f, indent=1)
+            json.dump({'runs': runs, 'threads': a.threads,
+                       **{side: {'process_ms': ms, 'median_ms': statistics.median(ms),
+                                 'spread': spread(ms)} for side, ms in medians.items()}},
+                      f, indent=1)
 
 
 if __name__ == '__main__':

@@ -51,8 +51,9 @@ jsons=()
 failed=0
 for m in $models; do
   name=$(basename "$m" .onnx)
+  # In one process (--processes 0): the per-model time limit was sized for one load per side.
   args=(bench "$m" --target "$target" --runs "$runs" --block 10 --warmup 10 --pause-ms 0
-    --profile --summary-json "$each/$name.json")
+    --processes 0 --strict --profile --summary-json "$each/$name.json")
   [ -n "$baselines" ] && args+=(--baselines "$baselines")
   timeout -k 5 "$per_model_s" "$anvil" "${args[@]}" > "$each/$name.txt" 2>&1
   code=$?

@@ -290,6 +290,8 @@ std::vector<OpCase> op_cases() {
   c.push_back({"leaky_relu", [=] {
                  return one_op("leaky_relu", A({{"alpha", 0.2}}), {f32({2, 7})});
                }});
+  c.push_back({"elu", [=] { return one_op("elu", A({{"alpha", 0.5}}), {f32({2, 7})}); }});
+  c.push_back({"elu_default", [=] { return one_op("elu", A({}), {f32({2, 7})}); }});
   c.push_back({"hard_sigmoid", [=] {
                  return one_op("hard_sigmoid", A({{"alpha", 0.3}, {"beta", 0.4}}), {f32({9})});
                }});

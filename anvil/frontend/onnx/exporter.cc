@@ -562,6 +562,7 @@ const std::map<std::string, ExportFn>& op_table() {
     t["leaky_relu"] = [](Exporter& e) {
       set_float(e.same("LeakyRelu"), "alpha", e.attrs().get_float("alpha"));
     };
+    t["elu"] = [](Exporter& e) { set_float(e.same("Elu"), "alpha", e.attrs().get_float("alpha")); };
     t["hard_sigmoid"] = [](Exporter& e) {
       ::onnx::NodeProto* n = e.same("HardSigmoid");
       set_float(n, "alpha", e.attrs().get_float("alpha"));  // the op's defaults when absent
