@@ -42,7 +42,7 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
   // Two timed runs per side in blocks of one; the reference interpreter as the baseline, once as
   // itself and once with a fault in each way a worker can fail.
   Result r = anvil(
-      "bench zoo:dqn --threads 1 --runs 2 --block 1 --warmup 1 --baselines "
+      "bench zoo:dqn --threads 1 --runs 2 --block 1 --warmup 1 --processes 1 --baselines "
       "ref,wrong,refuse,crash,garbage,absent " +
       worker("ref") + " " + worker("wrong", "wrong") + " " + worker("refuse", "refuse") + " " +
       worker("crash", "crash") + " " + worker("garbage", "garbage") +
@@ -97,10 +97,11 @@ TEST_F(Cli, BenchTimesAnvilAgainstABaselineWorker) {
 // first. The two default baselines are the reference interpreter here, the second refusing to
 // load, so that its row carries the note instead of a time.
 TEST_F(Cli, BenchOnAGpuTargetRunsTheModelOnTheDevice) {
-  Result r =
-      anvil("bench zoo:dqn --target opencl --threads 2 --runs 2 --block 1 --warmup 1 --profile " +
-            worker("torch_eager_cuda") + " " + worker("torch_cuda_graph", "refuse") +
-            " --summary-json gpu.json");
+  Result r = anvil(
+      "bench zoo:dqn --target opencl --threads 2 --runs 2 --block 1 --warmup 1 --processes 1 "
+      "--profile " +
+      worker("torch_eager_cuda") + " " + worker("torch_cuda_graph", "refuse") +
+      " --summary-json gpu.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("on the GPU"), std::string::npos) << r.out;
   json summary = read_json(path("gpu.json"));
@@ -155,7 +156,8 @@ TEST_F(Cli, BenchOnCudaWithoutADeviceSaysWhy) {
 // --profile on the CPU: the kernels at the last thread count, compared with the measured peak.
 TEST_F(Cli, BenchProfileOnTheCpuUsesTheLastThreadCount) {
   Result r = anvil(
-      "bench zoo:dqn --threads 1,2 --runs 2 --block 1 --warmup 0 --baselines none --profile "
+      "bench zoo:dqn --threads 1,2 --runs 2 --block 1 --warmup 0 --processes 1 --baselines none "
+      "--profile "
       "--summary-json cpu.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("profile: median of 2 runs after 1 warm-up, 2 threads"), std::string::npos)
@@ -185,7 +187,7 @@ TEST_F(Cli, BenchRefusesBadArguments) {
 TEST_F(Cli, BenchWithoutOnnxRuntimeInstalledSaysHowToInstallIt) {
   fs::create_directories(path("empty-deps"));
   Result r = anvil(
-      "bench zoo:dqn --threads 1 --runs 1 --block 1 --warmup 0 --baselines "
+      "bench zoo:dqn --threads 1 --runs 1 --block 1 --warmup 0 --processes 1 --baselines "
       "onnxruntime --deps empty-deps --summary-json ort.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   json summary = read_json(path("ort.json"));
@@ -208,7 +210,7 @@ TEST_F(Cli, BenchWithTuningRecordsTimesTheUntunedBuild) {
   autotune::Record r{t.to_json(), t.target, autotune::config_at(t.space(), 1), {1e-6}, {}, ""};
   write(path("tuned.json"), r.to_json().dump() + "\n");
   Result b = anvil(
-      "bench dqn --threads 1 --runs 2 --block 1 --warmup 0 --baselines none "
+      "bench dqn --threads 1 --runs 2 --block 1 --warmup 0 --processes 1 --baselines none "
       "--tuning-records tuned.json --summary-json tuned_bench.json");
   ASSERT_EQ(b.code, 0) << b.out << b.err;
   EXPECT_NE(b.out.find("tuning records: 1 read (1 task); " +
