@@ -227,7 +227,10 @@ AttrCheck not_nan() {
 
 void check_attrs(const OpDef& def, const Attrs& attrs) {
   const std::vector<AttrSpec>& specs = def.attrs;
-  for (const auto& [name, value] : attrs.values()) {
+  for (const auto& entry : attrs.values()) {
+    // Named, not a structured binding: clang 14 cannot capture those in a lambda.
+    const std::string& name = entry.first;
+    const AttrValue& value = entry.second;
     auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const AttrSpec& s) { return s.name == name; });
     if (spec == specs.end()) {
