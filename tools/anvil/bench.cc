@@ -367,11 +367,13 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   return row;
 }
 
-// The same pair with each side in o.processes fresh processes: for each, an Anvil worker
-// (`anvil bench-worker` on `artifact`) and a baseline worker are started, the baseline's outputs
-// are checked against Anvil's (`want`), and blocks of runs alternate between the two until each
-// has `o.runs`; then both are stopped. The row's medians are the medians of the per-process
-// medians. A baseline that fails leaves a note and Anvil's processes go on alone.
+// The same pair with each side in o.processes fresh processes, all alive at once: an Anvil
+// worker (`anvil bench-worker` on `artifact`) and a baseline worker per process, the baseline's
+// outputs checked against Anvil's (`want`), then rounds in which every process of each side in turn
+// times a block of runs, until each has `o.runs`. Round-robin because this kind of machine's speed
+// drifts for seconds at a time: processes timed one after another would take the drift for a
+// difference between processes. The row's medians are the medians of the per-process medians. A
+// baseline that fails leaves a note, and Anvil's processes go on alone.
 BenchRow bench_pair_processes(const BenchModel& m, int threads, Baseline& b,
                               const std::string& artifact, const nlohmann::json& input_files,
                               const std::vector<runtime::NDArray>& want, const BenchOptions& o,
@@ -382,74 +384,81 @@ BenchRow bench_pair_processes(const BenchModel& m, int threads, Baseline& b,
   row.baseline = b.name;
   row.note = b.name.empty() ? "" : b.start_error;
   const std::vector<std::string> anvil_command = {(exe_dir() / "anvil").string(), "bench-worker"};
-  std::vector<double> anvil_all, baseline_all, ignored;
-  for (int p = 0; p < o.processes; ++p) {
-    const std::string dir = (work / (m.name + "-" + (b.name.empty() ? "anvil" : b.name) + "-" +
-                                     std::to_string(threads) + "-" + std::to_string(p)))
-                                .string();
+  auto load = [&](Worker& w, const std::string& model) {
+    w.request({{"op", "load"}, {"model", model}, {"threads", threads}, {"inputs", input_files}},
+              kLoadTimeout);
+  };
+  auto time = [&](Worker& w, int runs, std::vector<double>* ms) {
+    nlohmann::json answer = w.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
+    for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
+  };
+  auto check = [&](Worker& w, const std::string& dir, const std::string& what) {
     fs::create_directories(dir);
-    auto load = [&](Worker& w, const std::string& model) {
-      w.request({{"op", "load"}, {"model", model}, {"threads", threads}, {"inputs", input_files}},
-                kLoadTimeout);
-    };
-    auto time = [&](Worker& w, int runs, std::vector<double>* ms) {
-      nlohmann::json answer = w.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
-      for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
-    };
-    Worker anvil("anvil bench-worker", anvil_command);
-    load(anvil, artifact);
-    std::unique_ptr<Worker> base;
-    if (!b.name.empty() && row.note.empty()) {
-      row.note = error_of([&] {
-        base = std::make_unique<Worker>("baseline " + b.name, b.command);
-        if (b.version.empty()) {
-          b.version = base->version().empty() ? "(no version)" : base->version();
-          std::printf("  baseline %s %s\n", b.name.c_str(), b.version.c_str());
-        }
-        load(*base, m.onnx);
-        nlohmann::json answer = base->request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
-        std::string differs = compare_outputs(want, answer.at("outputs"));
-        if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
-      });
-      if (!row.note.empty()) base.reset();
-    }
-    // Anvil's worker runs the artifact the bench compiled; its outputs are checked once as well.
-    if (p == 0) {
-      nlohmann::json answer = anvil.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
-      std::string differs = compare_outputs(want, answer.at("outputs"));
-      if (!differs.empty())
-        throw std::runtime_error("anvil bench-worker's outputs differ from this process's: " +
-                                 differs);
-    }
-    std::vector<double> anvil_ms, baseline_ms;
-    // The baseline's timing requests: one that fails leaves the note and stops the baseline.
-    auto time_base = [&](int runs, std::vector<double>* ms) {
-      if (!base) return;
-      const std::string failed = error_of([&] { time(*base, runs, ms); });
-      if (failed.empty()) return;
-      row.note = failed;
-      base.reset();
-    };
-    time(anvil, o.warmup, &ignored);
-    time_base(o.warmup, &ignored);
-    while (static_cast<int>(anvil_ms.size()) < o.runs) {
+    nlohmann::json answer = w.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
+    std::string differs = compare_outputs(want, answer.at("outputs"));
+    if (!differs.empty()) throw std::runtime_error(what + differs);
+  };
+  struct Process {
+    std::unique_ptr<Worker> anvil, base;
+    std::vector<double> anvil_ms, base_ms;
+  };
+  std::vector<Process> procs(static_cast<size_t>(o.processes));
+  // The baseline's failure: the note, and no baseline in any process from then on.
+  auto drop_baseline = [&](const std::string& why) {
+    row.note = why;
+    for (Process& p : procs) p.base.reset();
+  };
+  const std::string tag =
+      m.name + "-" + (b.name.empty() ? "anvil" : b.name) + "-" + std::to_string(threads) + "-";
+  for (size_t i = 0; i < procs.size(); ++i) {
+    Process& p = procs[i];
+    p.anvil = std::make_unique<Worker>("anvil bench-worker", anvil_command);
+    load(*p.anvil, artifact);
+    // Anvil's worker runs the artifact the bench compiled: its outputs are checked once as well.
+    if (i == 0)
+      check(*p.anvil, (work / (tag + "anvil")).string(),
+            "anvil bench-worker's outputs differ from this process's: ");
+    if (b.name.empty() || !row.note.empty()) continue;
+    const std::string failed = error_of([&] {
+      p.base = std::make_unique<Worker>("baseline " + b.name, b.command);
+      if (b.version.empty()) {
+        b.version = p.base->version().empty() ? "(no version)" : p.base->version();
+        std::printf("  baseline %s %s\n", b.name.c_str(), b.version.c_str());
+      }
+      load(*p.base, m.onnx);
+      check(*p.base, (work / (tag + std::to_string(i))).string(),
+            "outputs disagree with Anvil's: ");
+    });
+    if (!failed.empty()) drop_baseline(failed);
+  }
+  auto time_base = [&](Process& p, int runs, std::vector<double>* ms) {
+    if (!p.base) return;
+    const std::string failed = error_of([&] { time(*p.base, runs, ms); });
+    if (!failed.empty()) drop_baseline(failed);
+  };
+  std::vector<double> ignored;
+  for (Process& p : procs) {
+    time(*p.anvil, o.warmup, &ignored);
+    time_base(p, o.warmup, &ignored);
+  }
+  while (static_cast<int>(procs[0].anvil_ms.size()) < o.runs) {
+    for (Process& p : procs) {
       pause_between_blocks(o);
-      time(anvil, o.block, &anvil_ms);
-      if (!base) continue;
+      time(*p.anvil, o.block, &p.anvil_ms);
+      if (!p.base) continue;
       pause_between_blocks(o);
-      time_base(o.block, &baseline_ms);
-    }
-    row.anvil_process_ms.push_back(median(anvil_ms));
-    anvil_all.insert(anvil_all.end(), anvil_ms.begin(), anvil_ms.end());
-    if (base) {
-      row.baseline_process_ms.push_back(median(baseline_ms));
-      baseline_all.insert(baseline_all.end(), baseline_ms.begin(), baseline_ms.end());
+      time_base(p, o.block, &p.base_ms);
     }
   }
-  if (!row.note.empty()) {
-    baseline_all.clear();
-    row.baseline_process_ms.clear();
+  std::vector<double> anvil_all, baseline_all;
+  for (Process& p : procs) {
+    row.anvil_process_ms.push_back(median(p.anvil_ms));
+    anvil_all.insert(anvil_all.end(), p.anvil_ms.begin(), p.anvil_ms.end());
+    if (!row.note.empty() || p.base_ms.empty()) continue;
+    row.baseline_process_ms.push_back(median(p.base_ms));
+    baseline_all.insert(baseline_all.end(), p.base_ms.begin(), p.base_ms.end());
   }
+  if (!row.note.empty()) row.baseline_process_ms.clear();
   set_times(&row, anvil_all, baseline_all);
   row.anvil_ms = median(row.anvil_process_ms);
   if (row.baseline_ms) row.baseline_ms = median(row.baseline_process_ms);

@@ -7,10 +7,11 @@
 // warm-up, blocks of `block` timed runs alternate between Anvil and each baseline until each side
 // has `runs`, each block after a pause in which the threads of the side before go to sleep. Medians
 // are reported; speedup = baseline ms / Anvil ms. With --processes N (3 by default) each side runs
-// in N fresh processes in turn (Anvil's through `anvil bench-worker`), and a row's median is the
-// median of the N per-process medians, its spread (max - min) / median of them: where a
-// process's memory lands can move a model's time for the life of that process. A model that
-// fails to compile gets rows with the error, and the bench goes on to the next.
+// in N fresh processes, all alive at once and timed round-robin (Anvil's through `anvil
+// bench-worker`), and a row's median is the median of the N per-process medians, its spread (max -
+// min) / median of them: where a process's memory lands can move a model's time for the life of
+// that process. A model that fails to compile gets rows with the error, and the bench goes on to
+// the next.
 //
 // The baselines' requests (the workers in tools/bench/ serve them; `--worker NAME=COMMAND` plugs
 // in another):
@@ -54,8 +55,8 @@ struct BenchOptions {
   int block = 10;              // runs per block
   int warmup = 5;              // untimed runs per side before the first block
   int pause_ms = 20;  // idle time before each block, then until the cores are idle (0: none)
-  // Fresh processes per side and row (Anvil's: `anvil bench-worker` on the saved artifact),
-  // started in turn, each timing `runs` runs interleaved with the other side's; a row reports the
+  // Fresh processes per side and row (Anvil's: `anvil bench-worker` on the saved artifact), all
+  // alive at once, timed round-robin a block at a time until each has `runs`; a row reports the
   // median of the per-process medians and their spread. 0: Anvil runs in this process, against
   // one baseline process (the untuned and ablation comparisons always run here).
   int processes = 3;

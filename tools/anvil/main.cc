@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
                 "untuned build is timed too (baseline 'untuned')")
       ->type_name("FILE");
   b->add_option("--processes", bench.processes,
-                "Fresh processes per side and row, started in turn; a row's median is the median "
+                "Fresh processes per side and row, timed round-robin; a row's median is the median "
                 "of the per-process medians, with their spread (0: Anvil runs in this process)")
       ->capture_default_str()
       ->type_name("N")
