@@ -48,7 +48,11 @@ TEST(Target, HostCachesAgreeWithGlibc) {
   if (line > 0) {
     EXPECT_EQ(t.cache_line_bytes, line);
   }
-  if (l1 <= 0 && l2 <= 0) GTEST_SKIP() << "glibc does not know this machine's caches";
+#if defined(__x86_64__)
+  // glibc answers from CPUID on x86-64: the comparison above has happened.
+  EXPECT_GT(l1, 0);
+  EXPECT_GT(l2, 0);
+#endif
 }
 
 TEST(Target, NamedCpusTakeThePublishedFigures) {

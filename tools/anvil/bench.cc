@@ -309,6 +309,15 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
   }
 }
 
+// A row of `name` at `threads` against `baseline`, before anything is timed.
+BenchRow empty_row(const std::string& name, int threads, const std::string& baseline) {
+  BenchRow row;
+  row.name = name;
+  row.threads = threads;
+  row.baseline = baseline;
+  return row;
+}
+
 // One baseline against Anvil on one model at one thread count: a fresh worker loads the model,
 // its outputs are checked against Anvil's (`want`), then after a warm-up, blocks of runs alternate
 // between the two until each has `o.runs`. Returns the row, with a note instead of a baseline
@@ -317,10 +326,7 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
                     const std::vector<runtime::NDArray>& inputs, const nlohmann::json& input_files,
                     const std::vector<runtime::NDArray>& want, const BenchOptions& o,
                     const fs::path& work) {
-  BenchRow row;
-  row.name = m.name;
-  row.threads = threads;
-  row.baseline = b.name;
+  BenchRow row = empty_row(m.name, threads, b.name);
   std::vector<double> anvil_ms, baseline_ms, ignored;
   if (!b.name.empty() && b.start_error.empty()) {
     row.note = error_of([&] {
@@ -378,10 +384,7 @@ BenchRow bench_pair_processes(const BenchModel& m, int threads, Baseline& b,
                               const std::string& artifact, const nlohmann::json& input_files,
                               const std::vector<runtime::NDArray>& want, const BenchOptions& o,
                               const fs::path& work) {
-  BenchRow row;
-  row.name = m.name;
-  row.threads = threads;
-  row.baseline = b.name;
+  BenchRow row = empty_row(m.name, threads, b.name);
   row.note = b.name.empty() ? "" : b.start_error;
   const std::vector<std::string> anvil_command = {(exe_dir() / "anvil").string(), "bench-worker"};
   auto load = [&](Worker& w, const std::string& model) {
@@ -474,10 +477,7 @@ constexpr int kUntunedLoads = 4;
 BenchRow bench_untuned(const BenchModel& m, int threads, const std::vector<runtime::Model>& tuned,
                        const std::vector<runtime::Model>& untuned,
                        const std::vector<runtime::NDArray>& inputs, const BenchOptions& o) {
-  BenchRow row;
-  row.name = m.name;
-  row.threads = threads;
-  row.baseline = "untuned";
+  BenchRow row = empty_row(m.name, threads, "untuned");
   std::vector<double> tuned_ms, untuned_ms, ignored;
   for (size_t i = 0; i < tuned.size(); ++i) {
     time_anvil(tuned[i], inputs, o.warmup, &ignored);
@@ -723,10 +723,7 @@ void bench_command(const BenchOptions& options) {
       std::vector<std::string> sides = names.empty() ? std::vector<std::string>{""} : names;
       for (int t : o.threads)
         for (const std::string& b : sides) {
-          BenchRow row;
-          row.name = m.name;
-          row.threads = t;
-          row.baseline = b;
+          BenchRow row = empty_row(m.name, t, b);
           row.error = e.what();
           report.rows.push_back(row);
         }
