@@ -7,6 +7,8 @@
 #   make run              the main job: ResNet-18 compiled, run, and timed against ONNX Runtime
 #   make bench            set up, build and run every benchmark (anvil bench against ONNX Runtime
 #                         and PyTorch; its baselines are installed by scripts/setup_bench.sh)
+#   make models           the model suite: 25 torchvision/PyTorch models compiled, checked against
+#                         PyTorch and timed against ONNX Runtime (bench/models/)
 #   make format           clang-format every source file
 
 JOBS ?= $(shell nproc)
@@ -22,7 +24,7 @@ endif
 BENCH_DEPS := $(BUILD_DIR)/bench-deps
 BENCH_OUT := $(BUILD_DIR)/bench
 
-.PHONY: setup bench-setup configure build test run bench format clean
+.PHONY: setup bench-setup configure build test run bench models format clean
 
 setup:
 	@./scripts/setup.sh
@@ -74,6 +76,17 @@ bench: build bench-setup
 	  *) $$b || exit 1;; esac; done
 	./$(BUILD_DIR)/bin/anvil bench --threads 1,2 --ablation --strict --tuning-records $(RECORDS) \
 	  --summary-json $(BENCH_OUT)/summary.json --chart $(BENCH_OUT)/speedup.png
+
+# The model suite (issue 26): 25 torchvision and PyTorch models with seeded random weights,
+# exported once to ONNX with PyTorch's output on a reference input (bench/models/export.py skips
+# those already there), then each compiled with --strict, checked against PyTorch and timed against
+# ONNX Runtime at 1 and 2 threads (bench/models/run.py): one table and $(MODELS_OUT)/summary.json.
+# A model that fails to export gets its row, with the error, from run.py: hence the '-'.
+MODELS_OUT := $(BUILD_DIR)/models
+models: build bench-setup
+	-/usr/bin/python3 bench/models/export.py $(MODELS_OUT)
+	/usr/bin/python3 bench/models/run.py --models-dir $(MODELS_OUT) --anvil $(BUILD_DIR)/bin/anvil \
+	  --summary-json $(MODELS_OUT)/summary.json
 
 format:
 	clang-format-14 -i $$(git ls-files '*.h' '*.cc')

@@ -12,6 +12,7 @@ ort_version=1.30.0
 
 packages=(
   python3-torch python3-onnx python3-numpy  # the torch_eager and torch_jit baselines
+  python3-torchvision  # the model suite (make models)
   libopenblas0-pthread  # Debian's default reference BLAS makes PyTorch 2-15x slower
   gnuplot-nox  # the speedup chart
 )

@@ -8,6 +8,7 @@
 // chain conv -> relu -> conv never leaves the blocked layout (no NCHW16c -> NCHW -> NCHW16c pairs
 // appear: the blocked form is reused).
 //   * conv2d (group 1) -> conv2d_nchwc, or conv2d_winograd_nchwc when ops::prefer_winograd;
+//     grouped conv2d whose groups fill whole blocks of at least 4 -> conv2d_nchwc with its group;
 //     depthwise conv2d (group = C = O) -> depthwise_conv2d_nchwc; conv2d_transpose (group 1)
 //     -> conv2d_transpose_nchwc. The input block is nchwc_block(C), the output block
 //     nchwc_block(O), chosen per layer. The constant weight is packed by the family's
@@ -15,7 +16,8 @@
 //     add of a [1, O'/ob, 1, 1, ob] constant (zero in the padded channels). Convolutions whose
 //     weight or bias is not a constant stay in NCHW.
 //   * dense with a constant float32 weight -> dense_packed over dense_pack_weight (panels of
-//     ops::kDefaultPanel columns), which fold_constants packs once; lstm with constant W and R
+//     ops::kDefaultPanel columns), which fold_constants packs once; so does matmul of any rank
+//     against a constant float32 [K, N] (its transpose packed); lstm with constant W and R
 //     -> lstm with packed_weights = 1 over dense_pack_weight of each.
 //   * Element-wise ops whose inputs all have blocked forms of one block and one (old) shape run
 //     blocked when their OpDef says so (keeps_blocked_layout: relu, clip, sigmoid, tanh, add, sub,
@@ -28,6 +30,11 @@
 //     forms (pooling is per channel; padded
 //     channels pool to finite values no consumer reads), so a conv -> relu -> max pool -> conv
 //     stem stays blocked. A pool whose input exists only in NCHW stays NCHW.
+//   * Element-wise ops also take constants that broadcast as scalars or per channel (blocked
+//     here), and blocked inputs that broadcast over N, H and W (squeeze-and-excitation).
+//   * A channel concat whose first input is blocked runs blocked, each input written to its
+//     slice of blocks (all but the last fill whole blocks).
+//   * A pad of the spatial axes runs on the blocked form.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
 
@@ -69,7 +76,9 @@ class LayoutRewriter {
   Graph run() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
-      if (try_conv(n) || try_dense(n) || try_lstm(n) || try_elementwise(n) || try_pool(n)) continue;
+      if (try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) || try_elementwise(n) ||
+          try_concat(n) || try_pad(n) || try_pool(n))
+        continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
       std::vector<std::string> names;
@@ -136,14 +145,15 @@ class LayoutRewriter {
     return out().add_constant(out().unique_name(base), std::move(data));
   }
 
-  // A [1, O'/ob, 1, 1, ob] constant from a bias [O] (zero past O).
-  ValueId blocked_bias(const Value& bias, int64_t block) {
-    int64_t O = bias.type.shape[0];
-    int64_t padded = ops::nchwc_channels(O, block);
+  // A [1, C'/block, 1, 1, block] constant from a per-channel one (a bias [C], a scale [C, 1, 1]
+  // or [1, C, 1, 1]; zero past C).
+  ValueId per_channel_constant(const Value& c, int64_t block) {
+    int64_t C = static_cast<int64_t>(ops::numel(c.type));
+    int64_t padded = ops::nchwc_channels(C, block);
     runtime::NDArray d =
         runtime::NDArray::empty({1, padded / block, 1, 1, block}, runtime::dl_float32(), true);
-    for (int64_t o = 0; o < O; ++o) d.data_as<float>()[o] = bias.data.data_as<float>()[o];
-    return constant(bias.name + "_" + layout_name(block), d);
+    for (int64_t i = 0; i < C; ++i) d.data_as<float>()[i] = c.data.data_as<float>()[i];
+    return constant(c.name + "_" + layout_name(block), d);
   }
 
   bool try_conv(const Node& n) {
@@ -162,9 +172,24 @@ class LayoutRewriter {
     const std::vector<int64_t>&strides = win.strides, &dil = win.dilations;
     std::vector<int64_t> pads = win.pads();
     bool depthwise = !transpose && group > 1 && group == C && O == C && w.type.shape[1] == 1;
-    if (group != 1 && !depthwise) return false;
     int64_t ib = ops::nchwc_block(C, target_), ob = ops::nchwc_block(O, target_);
-    if (depthwise) ib = ob;
+    // An input that already has a blocked form is read in it: the input block is only the
+    // reduction's inner step, and a conversion would be a kernel that only moves data.
+    int64_t have = blocked_[n.inputs[0]].value >= 0 ? blocked_[n.inputs[0]].block : 0;
+    if (have > 0 && !transpose) ib = have;
+    if (depthwise) ob = ib;
+    // A grouped convolution runs blocked when one block of at least 4 channels divides every
+    // group on both sides (ResNeXt's 4 to 32 channels per group, RegNet's 8 to 16): then each
+    // output block reads whole input blocks of its own group.
+    bool grouped = group != 1 && !depthwise;
+    if (grouped) {
+      if (transpose || C % group != 0 || O % group != 0) return false;
+      auto fits = [&](int64_t b) { return (C / group) % b == 0 && (O / group) % b == 0; };
+      int64_t b = target_.vector_lanes_f32();
+      while (b >= 4 && !fits(b)) b /= 2;
+      if (b < 4) return false;
+      ib = ob = have >= 4 && fits(have) ? have : b;
+    }
     ValueId xb = blocked(n.inputs[0], ib);
     ValueId wc = rw_.map(n.inputs[1]);
     std::string op, pack;
@@ -184,8 +209,8 @@ class LayoutRewriter {
                                    {"pads", pads},
                                    {"dilations", dil},
                                    {"output_padding", win.output_padding}});
-    } else if (ops::prefer_winograd(C, O, y.type.shape[2], y.type.shape[3], KH, KW, strides[0],
-                                    strides[1], dil[0], dil[1], target_)) {
+    } else if (!grouped && ops::prefer_winograd(C, O, y.type.shape[2], y.type.shape[3], KH, KW,
+                                                strides[0], strides[1], dil[0], dil[1], target_)) {
       op = "conv2d_winograd_nchwc";
       pack = "conv2d_winograd_nchwc_pack_weight";
       int64_t tile = ops::winograd_tile(C, O, y.type.shape[2], y.type.shape[3], target_);
@@ -195,7 +220,8 @@ class LayoutRewriter {
       op = "conv2d_nchwc";
       pack = "conv2d_nchwc_pack_weight";
       pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}});
-      conv_attrs = ops::Attrs(op, {{"strides", strides}, {"pads", pads}, {"dilations", dil}});
+      conv_attrs = ops::Attrs(
+          op, {{"strides", strides}, {"pads", pads}, {"dilations", dil}, {"group", group}});
     }
     ValueId wp = out().add(out().unique_name(n.name + "_pack_weight"), pack, pack_attrs, {wc});
     std::string yname = y.name + "_" + layout_name(ob);
@@ -203,7 +229,7 @@ class LayoutRewriter {
         out().add_node(out().unique_name(n.name), op, conv_attrs, {xb, wp},
                        {out().unique_name(n.inputs.size() > 2 ? yname + "_nobias" : yname)})[0];
     if (n.inputs.size() > 2) {
-      ValueId bias = blocked_bias(g_.value(n.inputs[2]), ob);
+      ValueId bias = per_channel_constant(g_.value(n.inputs[2]), ob);
       v = out().add_node(out().unique_name(n.name + "_bias"), "add", ops::Attrs("add", {}),
                          {v, bias}, {out().unique_name(yname)})[0];
     }
@@ -228,6 +254,46 @@ class LayoutRewriter {
     const Value& y = g_.value(n.outputs[0]);
     ValueId v = out().add_node(out().unique_name(n.name), "dense_packed",
                                ops::Attrs("dense_packed", {{"units", w.type.shape[0]}}), ins,
+                               {out().unique_name(y.name)})[0];
+    set_nchw(n.outputs[0], v);
+    return true;
+  }
+
+  // matmul(A [batch.., M, K], B) with a constant float32 B [K, N] (or [1.., K, N] of no higher
+  // rank than A): a Linear layer over a sequence (transformer projections and MLPs) is
+  // dense_packed(A, dense_pack_weight(B^T)): one weight for every batch, packed once by
+  // fold_constants (the reshape and transpose of B fold with it).
+  bool try_matmul(const Node& n) {
+    if (n.op != "matmul" || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    const Value& a = g_.value(n.inputs[0]);
+    const Value& b = g_.value(n.inputs[1]);
+    const std::vector<int64_t>& bs = b.type.shape;
+    if (b.kind != ValueKind::kConstant || b.type.dtype != ir::DataType::Float32() ||
+        a.type.dtype != ir::DataType::Float32() || n.attrs.get_int("trans_a") != 0 ||
+        bs.size() > a.type.shape.size())
+      return false;
+    for (size_t d = 0; d + 2 < bs.size(); ++d)
+      if (bs[d] != 1) return false;
+    bool trans_b = n.attrs.get_int("trans_b") != 0;
+    int64_t N = trans_b ? bs[bs.size() - 2] : bs.back();
+    int64_t K = trans_b ? bs.back() : bs[bs.size() - 2];
+    ValueId w = rw_.map(n.inputs[1]);
+    if (bs.size() > 2) {
+      std::vector<int64_t> shape = {bs[bs.size() - 2], bs.back()};
+      w = out().add(out().unique_name(n.name + "_weight_2d"), "reshape",
+                    ops::Attrs("reshape", {{"shape", shape}}), {w});
+    }
+    if (!trans_b) {
+      w = out().add(out().unique_name(n.name + "_weight_t"), "transpose",
+                    ops::Attrs("transpose", {{"perm", std::vector<int64_t>{1, 0}}}), {w});
+    }
+    ANVIL_ICHECK(out().value(w).type.shape == (std::vector<int64_t>{N, K}),
+                 "alter_layout: matmul '", n.name, "': weight is not [N, K]");
+    ValueId wp = out().add(out().unique_name(n.name + "_pack_weight"), "dense_pack_weight",
+                           ops::Attrs("dense_pack_weight", {{"block", ops::kDefaultPanel}}), {w});
+    const Value& y = g_.value(n.outputs[0]);
+    ValueId v = out().add_node(out().unique_name(n.name), "dense_packed",
+                               ops::Attrs("dense_packed", {{"units", N}}), {nchw(n.inputs[0]), wp},
                                {out().unique_name(y.name)})[0];
     set_nchw(n.outputs[0], v);
     return true;
@@ -262,22 +328,107 @@ class LayoutRewriter {
     return true;
   }
 
+  // An element-wise op that keeps the blocked layout runs blocked when its output is 4-d and
+  // every input is one of: a value with a blocked form and the output's channels (N, H and W may
+  // broadcast: a squeeze-and-excitation scale [1, C, 1, 1]), in the largest one's block;
+  // a constant of one element (broadcasts in any layout); a constant per channel ([C, 1, 1] or
+  // [1, C, 1, 1]: blocked here, zero past C). At least one input must be blocked.
   bool try_elementwise(const Node& n) {
     if (!ops::lookup(n.op).keeps_blocked_layout || n.outputs.size() != 1 || n.inputs.empty())
       return false;
     const Value& y = g_.value(n.outputs[0]);
+    const std::vector<int64_t>& ys = y.type.shape;
+    if (ys.size() != 4) return false;
+    // The block of the largest blocked input; smaller ones blocked otherwise are converted (a
+    // squeeze-and-excitation scale of a few channels, not the activation it scales).
     int64_t block = -1;
+    double largest = 0;
     for (ValueId v : n.inputs) {
-      const Blocked& b = blocked_[v];
-      if (b.value < 0 || !(g_.value(v).type == y.type)) return false;
-      if (block >= 0 && b.block != block) return false;
-      block = b.block;
+      double size = ops::numel(g_.value(v).type);
+      if (blocked_[v].value >= 0 && size > largest) {
+        block = blocked_[v].block;
+        largest = size;
+      }
+    }
+    if (block < 0) return false;
+    enum class Form { kBlocked, kScalar, kPerChannel };
+    std::vector<Form> forms;
+    for (ValueId v : n.inputs) {
+      const Value& x = g_.value(v);
+      const std::vector<int64_t>& xs = x.type.shape;
+      if (blocked_[v].value >= 0) {
+        bool broadcasts = xs.size() == 4 && xs[1] == ys[1] &&
+                          (blocked_[v].block == block || ops::numel(x.type) < largest);
+        for (int d : {0, 2, 3}) broadcasts = broadcasts && (xs[d] == ys[d] || xs[d] == 1);
+        if (!broadcasts) return false;
+        forms.push_back(Form::kBlocked);
+      } else if (x.kind == ValueKind::kConstant && x.type.dtype == ir::DataType::Float32() &&
+                 xs.size() <= 4 && ops::numel(x.type) == 1) {
+        forms.push_back(Form::kScalar);
+      } else if (x.kind == ValueKind::kConstant && x.type.dtype == ir::DataType::Float32() &&
+                 (xs == std::vector<int64_t>{ys[1], 1, 1} ||
+                  xs == std::vector<int64_t>{1, ys[1], 1, 1})) {
+        forms.push_back(Form::kPerChannel);
+      } else {
+        return false;
+      }
     }
     std::vector<ValueId> ins;
-    for (ValueId v : n.inputs) ins.push_back(blocked_[v].value);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ValueId v = n.inputs[i];
+      if (forms[i] == Form::kBlocked) {
+        ins.push_back(blocked(v, block));
+      } else if (forms[i] == Form::kScalar) {
+        ins.push_back(rw_.map(v));
+      } else {
+        ins.push_back(per_channel_constant(g_.value(v), block));
+      }
+    }
     std::string name = out().unique_name(y.name + "_" + layout_name(block));
     ValueId v = out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, {name})[0];
+    set_blocked(n.outputs[0], v, block, ys[1]);
+    return true;
+  }
+
+  // A channel concat of 4-d values runs blocked when the first input has a blocked form: every
+  // input takes that block (converted if needed) and all but the last fill whole blocks, so the
+  // blocked inputs laid end to end are the blocked output (DenseNet, Inception, SqueezeNet).
+  bool try_concat(const Node& n) {
+    if (n.op != "concat" || n.outputs.size() != 1 || n.inputs.empty()) return false;
+    const Value& y = g_.value(n.outputs[0]);
+    int64_t axis = n.attrs.get_int("axis");
+    if (y.type.shape.size() != 4 || (axis != 1 && axis != -3) ||
+        y.type.dtype != ir::DataType::Float32())
+      return false;
+    const Blocked& first = blocked_[n.inputs[0]];
+    if (first.value < 0) return false;
+    int64_t block = first.block;
+    for (size_t i = 0; i + 1 < n.inputs.size(); ++i)
+      if (g_.value(n.inputs[i]).type.shape[1] % block != 0) return false;
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) ins.push_back(blocked(v, block));
+    std::string name = out().unique_name(y.name + "_" + layout_name(block));
+    ValueId v = out().add_node(out().unique_name(n.name), "concat",
+                               ops::Attrs("concat", {{"axis", int64_t{1}}}), ins, {name})[0];
     set_blocked(n.outputs[0], v, block, y.type.shape[1]);
+    return true;
+  }
+
+  // A pad of the spatial axes of a blocked value pads the blocked form's spatial axes (Inception's
+  // average pools with padding, which PyTorch exports as a pad before the pool).
+  bool try_pad(const Node& n) {
+    if (n.op != "pad" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const Blocked& b = blocked_[n.inputs[0]];
+    std::vector<int64_t> pads = n.attrs.get_ints("pads");
+    if (b.value < 0 || pads.size() != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 ||
+        pads[5] != 0)
+      return false;
+    ops::Attrs attrs = n.attrs;
+    attrs.set("pads", std::vector<int64_t>{0, 0, pads[2], pads[3], 0, 0, 0, pads[6], pads[7], 0});
+    const Value& y = g_.value(n.outputs[0]);
+    std::string name = out().unique_name(y.name + "_" + layout_name(b.block));
+    ValueId v = out().add_node(out().unique_name(n.name), "pad", attrs, {b.value}, {name})[0];
+    set_blocked(n.outputs[0], v, b.block, y.type.shape[1]);
     return true;
   }
 

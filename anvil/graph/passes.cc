@@ -46,7 +46,9 @@ bool is_f32_constant(const Graph& g, ValueId v) {
 // by such a constant. y = scale * (W x + b) + shift becomes (scale W) x + (scale b + shift): the
 // weight rows of each output channel are scaled and the bias is added (or replaced). Rounds repeat
 // until nothing folds, so conv -> bn -> mul -> add becomes one conv. identity and dropout (when
-// such operators are registered) are bypassed unless their output is a graph output.
+// such operators are registered) and pads by zero are bypassed unless their output is a graph
+// output. What no anchor absorbs is decomposed (decompose): batch_norm into mul and add, division
+// by a constant into multiplication by its reciprocal.
 
 // The per-output-channel affine map y = scale[o] * x + shift[o] that node `u` applies to its
 // input `x` (the output of a conv or dense with `channels` channels on axis 1, type `t`), or
@@ -154,6 +156,68 @@ ValueId fold_affine(GraphRewriter& rw, const Node& n, const Node& u,
   return outs[0];
 }
 
+// A name for a new node's output in `out`: the old value's name when it is still free.
+std::string output_name(Graph& out, const std::string& old_name) {
+  return out.find(old_name) < 0 ? old_name : out.unique_name(old_name);
+}
+
+// A batch_norm that no convolution absorbed (after a concat or a pool, as in DenseNet, or first
+// in a model) becomes a per-channel mul and add, which fuse with their neighbours and run in the
+// blocked layout; a float division by a constant without zeros becomes a multiplication by its
+// reciprocal (GELU's x / sqrt(2)), which keeps the blocked layout where a division would not.
+// Returns whether `n` was rewritten.
+bool decompose(GraphRewriter& rw, const Node& n) {
+  const Graph& g = rw.old();
+  Graph& out = rw.out();
+  if (n.outputs.size() != 1 || n.inputs.empty() || !is_f32_constant(g, n.inputs.back()) ||
+      g.value(n.inputs[0]).type.dtype != ir::DataType::Float32())
+    return false;
+  const std::string& y = g.value(n.outputs[0]).name;
+  if (n.op == "div" && n.inputs.size() == 2) {
+    const Value& c = g.value(n.inputs[1]);
+    runtime::NDArray r = runtime::NDArray::empty(c.type.shape, runtime::dl_float32());
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      float v = 1.0f / f32_data(c)[i];
+      if (!std::isfinite(v) || v == 0.0f) return false;
+      r.data_as<float>()[i] = v;
+    }
+    ValueId rc = out.add_constant(out.unique_name(c.name + "_reciprocal"), r);
+    rw.set(n.outputs[0],
+           out.add(output_name(out, y), "mul", ops::Attrs("mul", {}), {rw.map(n.inputs[0]), rc}));
+    return true;
+  }
+  if (n.op != "batch_norm" || n.inputs.size() != 5) return false;
+  const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
+  for (size_t i = 1; i < 5; ++i)
+    if (!is_f32_constant(g, n.inputs[i])) return false;
+  if (xs.size() < 2) return false;
+  std::vector<double> scale, shift;
+  if (!channel_affine(g, n, n.inputs[0], g.value(n.outputs[0]).type, xs[1], scale, shift))
+    return false;
+  std::vector<int64_t> shape(xs.size() - 1, 1);  // [C, 1, ..]: broadcasts over axis 1
+  shape[0] = xs[1];
+  runtime::NDArray sc = runtime::NDArray::empty(shape, runtime::dl_float32());
+  runtime::NDArray sh = runtime::NDArray::empty(shape, runtime::dl_float32());
+  for (int64_t o = 0; o < xs[1]; ++o) {
+    sc.data_as<float>()[o] = static_cast<float>(scale[static_cast<size_t>(o)]);
+    sh.data_as<float>()[o] = static_cast<float>(shift[static_cast<size_t>(o)]);
+  }
+  ValueId scv = out.add_constant(out.unique_name(n.name + "_scale"), sc);
+  ValueId shv = out.add_constant(out.unique_name(n.name + "_shift"), sh);
+  ValueId m = out.add(out.unique_name(n.name + "_mul"), "mul", ops::Attrs("mul", {}),
+                      {rw.map(n.inputs[0]), scv});
+  rw.set(n.outputs[0], out.add(output_name(out, y), "add", ops::Attrs("add", {}), {m, shv}));
+  return true;
+}
+
+// A pad by zero on every side (PyTorch exports one before some average pools).
+bool no_op_pad(const Node& n) {
+  if (n.op != "pad") return false;
+  for (int64_t p : n.attrs.get_ints("pads"))
+    if (p != 0) return false;
+  return true;
+}
+
 // One round: every anchor absorbs at most its one affine consumer. Returns whether it changed.
 bool simplify_round(const Graph& g, Graph& result) {
   GraphRewriter rw(g);
@@ -163,8 +227,8 @@ bool simplify_round(const Graph& g, Graph& result) {
   for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
     if (absorbed[id]) continue;
     const Node& n = g.node(id);
-    if ((n.op == "identity" || n.op == "dropout") && !n.inputs.empty() && !n.outputs.empty() &&
-        !is_output(g, n.outputs[0])) {
+    if ((n.op == "identity" || n.op == "dropout" || no_op_pad(n)) && !n.inputs.empty() &&
+        !n.outputs.empty() && !is_output(g, n.outputs[0])) {
       rw.set(n.outputs[0], rw.map(n.inputs[0]));
       for (size_t i = 1; i < n.outputs.size(); ++i)  // a dropout mask: must be unused
         ANVIL_CHECK(users[n.outputs[i]].empty() && !is_output(g, n.outputs[i]),
@@ -186,6 +250,10 @@ bool simplify_round(const Graph& g, Graph& result) {
           continue;
         }
       }
+    }
+    if (decompose(rw, n)) {
+      changed = true;
+      continue;
     }
     rw.copy_node(id);
   }

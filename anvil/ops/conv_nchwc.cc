@@ -1,17 +1,20 @@
 // Direct convolutions on NCHW[x]c (nchwc.h) and their weight-packing operators.
 //
-//   conv2d_nchwc            x [N, C/ib, H, W, ib], weight [O/ob, C/ib, KH, KW, ib, ob]
+//   conv2d_nchwc            x [N, C/ib, H, W, ib], weight [O/ob, C/group/ib, KH, KW, ib, ob]
 //                           -> [N, O/ob, OH, OW, ob]
-//     out[n, oc, y, x, o] = sum_{ic, kh, kw, i} P[n, ic, y*sh + kh*dh, x*sw + kw*dw, i]
+//     out[n, oc, y, x, o] = sum_{ic, kh, kw, i} P[n, g(oc)*Cg + ic, y*sh + kh*dh, x*sw + kw*dw, i]
 //                                                * w[oc, ic, kh, kw, i, o]
+//     with Cg = C/group/ib blocks per group and g(oc) = oc / (O/ob/group), the group of output
+//     block oc: a grouped convolution (ResNeXt, RegNet) whose groups fill whole blocks on both
+//     sides reads only its own group's input blocks.
 //   depthwise_conv2d_nchwc  x [N, C/b, H, W, b], weight [C/b, 1, KH, KW, 1, b] -> [N, C/b, OH, OW,
 //   b]
 //     out[n, c, y, x, j] = sum_{kh, kw} P[n, c, y*sh + kh*dh, x*sw + kw*dw, j] * w[c, 0, kh, kw, 0,
 //     j]
 //   P is x zero-padded (a stage of its own, only when there is padding; it covers just the rows
 //   and columns the convolution reads). Attributes (ONNX's): strides, dilations (default 1), pads
-//   [top, left, bottom, right] (default 0). No groups other than depthwise, no bias (a bias is an
-//   epilogue the schedule fuses). float32 only.
+//   [top, left, bottom, right] (default 0), group (conv2d_nchwc, default 1). No bias (a bias is
+//   an epilogue the schedule fuses). float32 only.
 //
 //   conv2d_nchwc_pack_weight            OIHW [O, C, KH, KW] -> [O'/ob, C'/ib, KH, KW, ib, ob]
 //                                       attrs in_block, out_block; O', C' padded with zeros
@@ -50,7 +53,10 @@ struct Params {
   std::string op;
   bool depthwise = false;
   int64_t N = 0, CB = 0, ib = 0, H = 0, W = 0;  // x [N, CB, H, W, ib]
-  int64_t OB = 0, ob = 0, KH = 0, KW = 0;       // weight [OB, CB, KH, KW, ib, ob]
+  int64_t OB = 0, ob = 0, KH = 0, KW = 0;       // weight [OB, CB/group, KH, KW, ib, ob]
+  // Groups (conv2d_nchwc): output block o reads the group's input blocks, from
+  // (o / (OB/group)) * CBg on; each group's channels fill whole blocks on both sides.
+  int64_t group = 1, CBg = 0;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
   int64_t OH = 0, OW = 0;
   // The extents of the padded source the convolution reads.
@@ -87,13 +93,19 @@ Params parse(const std::string& op, const std::vector<TensorType>& in, const Att
     p.OB = p.CB;
     p.ob = p.ib;
   } else {
-    ANVIL_CHECK(ws[1] == p.CB && ws[4] == p.ib, op, ": input x ", to_string(in[0]), " has ", p.CB,
-                " channel blocks of ", p.ib, ", but weight ", to_string(in[1]), " expects ", ws[1],
-                " blocks of ", ws[4], " (dimensions 1 and 4)");
+    p.group = parse_window(attrs, 2, kWindowGroup).group;
+    ANVIL_CHECK(p.CB % p.group == 0 && ws[0] % p.group == 0, op, ": attribute 'group' = ", p.group,
+                " does not divide the input's ", p.CB, " channel blocks and the weight's ", ws[0],
+                " output blocks (each group must fill whole blocks)");
+    ANVIL_CHECK(ws[1] * p.group == p.CB && ws[4] == p.ib, op, ": input x ", to_string(in[0]),
+                " has ", p.CB, " channel blocks of ", p.ib, ", but weight ", to_string(in[1]),
+                " expects ", ws[1], " blocks of ", ws[4], " per group (dimensions 1 and 4; group ",
+                p.group, ")");
     p.OB = ws[0];
     p.ob = ws[5];
+    p.CBg = ws[1];
   }
-  Window w = parse_window(attrs, 2, 0);
+  Window w = parse_window(attrs, 2, p.depthwise ? 0u : unsigned{kWindowGroup});
   const std::vector<int64_t>& s = w.strides;
   const std::vector<int64_t>& d = w.dilations;
   std::vector<int64_t> pads = w.pads();
@@ -178,12 +190,17 @@ std::vector<te::Tensor> conv_compute(const std::string& op, const std::vector<te
         },
         op)};
   }
-  IterVar ic = te::reduce_axis(static_cast<int>(p.CB), "ic");
+  IterVar ic = te::reduce_axis(static_cast<int>(p.CBg), "ic");
   IterVar ib = te::reduce_axis(static_cast<int>(p.ib), "ib");
+  int64_t group_blocks = p.OB / p.group;
   return {te::compute(
       to_exprs(out_shape(p)),
       [&](const std::vector<Var>& i) {
-        return te::sum(src(i[0], ic->var, row(i[2]), col(i[3]), ib->var) *
+        Expr c = p.group == 1
+                     ? Expr(ic->var)
+                     : floordiv(i[1], static_cast<int>(group_blocks)) * static_cast<int>(p.CBg) +
+                           ic->var;
+        return te::sum(src(i[0], c, row(i[2]), col(i[3]), ib->var) *
                            w(i[1], ic->var, kh->var, kw->var, ib->var, i[4]),
                        {ic, kh, kw, ib});
       },
@@ -219,10 +236,11 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
                   acc += xat(n, oc, iy, ix, j) * w[((oc * p.KH + kh) * p.KW + kw) * p.ob + j];
                   continue;
                 }
-                for (int64_t ic = 0; ic < p.CB; ++ic) {
+                int64_t c0 = oc / (p.OB / p.group) * p.CBg;
+                for (int64_t ic = 0; ic < p.CBg; ++ic) {
                   for (int64_t i = 0; i < p.ib; ++i) {
-                    acc += xat(n, ic, iy, ix, i) *
-                           w[((((oc * p.CB + ic) * p.KH + kh) * p.KW + kw) * p.ib + i) * p.ob + j];
+                    acc += xat(n, c0 + ic, iy, ix, i) *
+                           w[((((oc * p.CBg + ic) * p.KH + kh) * p.KW + kw) * p.ib + i) * p.ob + j];
                   }
                 }
               }
@@ -237,7 +255,7 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
 }
 
 ConvShape conv_shape(const Params& p) {
-  return {p.OB, p.ob, p.OH,       p.OW, p.depthwise ? 1 : p.CB, p.depthwise ? 1 : p.ib,
+  return {p.OB, p.ob, p.OH,       p.OW, p.depthwise ? 1 : p.CBg, p.depthwise ? 1 : p.ib,
           p.KH, p.KW, p.depthwise};
 }
 
@@ -257,7 +275,7 @@ void register_conv(const std::string& name) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kComplexOutFusable;
-  def.attrs = window_attrs(2, 0);
+  def.attrs = window_attrs(2, name == "conv2d_nchwc" ? unsigned{kWindowGroup} : 0u);
   def.flops = nchwc_conv_flops;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{out_shape(parse(name, in, attrs)), DataType::Float32()}};

@@ -11,15 +11,15 @@
 //                 attribute block = nb
 //                 (default 16: one AVX-512 vector of float32, two AVX2 vectors, a 64-byte cache
 //                 line per panel row), pattern injective: a constant weight is packed once, ahead
-//   dense_packed  x [M, K], packed [ceil(N/nb), K, nb] (nb read from the shape), optional bias [N],
-//                 attribute units = N                                -> [M, N]
-//     acc[m, n] = sum_k x[m, k] * packed[n/nb, k, n%nb]: the packed path without its packing
-//     stage, scheduled by the same rule (panel = nb; tile columns in steps of lcm(nb, lanes)).
-//     For M = 1 (and small M) that is the GEMV form: broadcast x[m, k], FMA into tile_n/lanes
-//     panel vectors (8 accumulator chains), k outer and unrolled, column blocks in parallel.
-//     Measured on this machine (L3-resident [1, 1300] x [2600, 1300]^T, 13.5 MB): 73 GB/s on one
-//     thread, 170 GB/s on two, a few % above the dot path; twice the dot path's bandwidth once
-//     the weight is out of the L3 (54 MB: 30 vs 15 GB/s).
+//   dense_packed  x [batch.., M, K], packed [ceil(N/nb), K, nb] (nb read from the shape), optional
+//                 bias [N], attribute units = N                      -> [batch.., M, N]
+//     acc[b.., m, n] = sum_k x[b.., m, k] * packed[n/nb, k, n%nb]: the packed path without its
+//     packing stage, scheduled by the same rule (panel = nb; tile columns in steps of lcm(nb,
+//     lanes)). For M = 1 (and small M) that is the GEMV form: broadcast x[m, k], FMA into
+//     tile_n/lanes panel vectors (8 accumulator chains), k outer and unrolled, column blocks in
+//     parallel. Measured on this machine (L3-resident [1, 1300] x [2600, 1300]^T, 13.5 MB): 73 GB/s
+//     on one thread, 170 GB/s on two, a few % above the dot path; twice the dot path's bandwidth
+//     once the weight is out of the L3 (54 MB: 30 vs 15 GB/s).
 //
 // All three share one compute, in one of three forms chosen from the shapes alone (the compute
 // does not depend on the target):
@@ -379,6 +379,16 @@ struct Tiles {
   int64_t bm, bn, kunroll, parallel;
 };
 
+// A product with one row per batch against a weight all batches share (a Linear layer over a
+// sequence stored [S, 1, K]) is one [S, K] product: the last batch dimension becomes the rows, so
+// that the register tile has rows to reuse the weight's vectors over. Returns whether it folded.
+bool fold_unit_rows(Problem& p) {
+  if (p.M != 1 || p.batch.empty()) return false;
+  p.M = p.batch.back();
+  p.batch.pop_back();
+  return true;
+}
+
 Tiles default_tiles(const Problem& p, const Target& target) {
   int64_t lanes = target.vector_lanes_f32();
   int64_t regs = target.vector_registers;
@@ -473,9 +483,11 @@ void schedule_dot_x86(const std::string& op, te::Schedule& s, const Found& f, co
 // `panel`: columns per panel of the packed B; `own_packing`: whether the packing stage (when
 // the product reads one) is this op's to schedule (a pre-packed weight shared by several
 // products is scheduled once by its owner).
+// `shared_weight`: every batch shares one B (dense_packed), so when M = 1 the last batch
+// dimension serves as the rows of the register tile (fold_unit_rows).
 void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tensor& out,
                          const Target& target, const Config& config, int64_t panel = kPanel,
-                         bool own_packing = true) {
+                         bool own_packing = true, bool shared_weight = false) {
   Found f = find_stages(out);
   std::vector<int64_t> oshape = shape_of(out);
   size_t nb = oshape.size() - 2;
@@ -483,6 +495,9 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   p.batch.assign(oshape.begin(), oshape.end() - 2);
   p.M = oshape[nb];
   p.N = oshape[nb + 1];
+  // The axis the tile's rows come from: m, or the last batch axis when folded.
+  size_t row = nb;
+  if (shared_weight && fold_unit_rows(p)) row = nb - 1;
   const te::Tensor& reducer = f.part.get() ? f.part : f.acc;
   p.K = ir::as_const_int(reducer->reduce_axis[0]->dom.extent).value_or(1);
   p.panel = panel;
@@ -505,16 +520,18 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   // The accumulator: a local tile (cache_write) unless a bias stage already follows it.
   te::Tensor acc = f.acc.get() == f.out.get() ? s.cache_write(out, MemoryScope::kLocal) : f.acc;
 
-  // Output: batch.., [no, mo], mi, ni.
+  // Output: batch.., [no, mo], (m when folded: extent 1), mi, ni.
   te::Stage so = s[out];
   std::vector<IterVar> ax = so.axis();
-  std::vector<IterVar> t = so.tile(ax[nb], ax[nb + 1], bm, bn);
+  std::vector<IterVar> t = so.tile(ax[row], ax[nb + 1], bm, bn);
   IterVar mo = t[0], no = t[1], mi = t[2], ni = t[3];
-  std::vector<IterVar> order(ax.begin(), ax.begin() + static_cast<std::ptrdiff_t>(nb));
-  order.insert(order.end(), {no, mo, mi, ni});
+  std::vector<IterVar> order(ax.begin(), ax.begin() + static_cast<std::ptrdiff_t>(row));
+  order.insert(order.end(), {no, mo});
+  if (row != nb) order.push_back(ax[nb]);
+  order.insert(order.end(), {mi, ni});
   so.reorder(order);
   IterVar outer = no;
-  for (size_t i = nb; i-- > 0;) outer = so.fuse(ax[i], outer);
+  for (size_t i = row; i-- > 0;) outer = so.fuse(ax[i], outer);
   so.vectorize(ni);
   if (par) so.parallel(outer);
 
@@ -522,12 +539,14 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   te::Stage sa = s[acc];
   sa.compute_at(so, mo);
   std::vector<IterVar> aax = sa.axis();
-  IterVar mc = aax[nb], nc = aax[nb + 1];
+  IterVar mc = aax[row], nc = aax[nb + 1];
   IterVar k = sa.reduce_axis()[0];
   auto [ko, ki] = sa.split(k, ku);
   auto [nj, nv] = sa.split(nc, lanes);
-  std::vector<IterVar> aorder(aax.begin(), aax.begin() + static_cast<std::ptrdiff_t>(nb));
-  aorder.insert(aorder.end(), {ko, ki, mc, nj, nv});
+  std::vector<IterVar> aorder(aax.begin(), aax.begin() + static_cast<std::ptrdiff_t>(row));
+  aorder.insert(aorder.end(), {ko, ki, mc});
+  if (row != nb) aorder.push_back(aax[nb]);
+  aorder.insert(aorder.end(), {nj, nv});
   sa.reorder(aorder);
   sa.unroll(ki);
   sa.unroll(mc);
@@ -733,7 +752,9 @@ std::vector<TensorType> pack_weight_infer(const std::vector<TensorType>& in, con
   return {{out, DataType::Float32()}};
 }
 
-// dense_packed: x [M, K], packed [ceil(N/nb), K, nb], optional bias [N]; attribute 'units' = N.
+// dense_packed: x [batch.., M, K], packed [ceil(N/nb), K, nb], optional bias [N]; attribute
+// 'units' = N. The batch dimensions are the product's own (a constant weight shared by all of
+// them: a Linear layer over a sequence).
 Problem packed_analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "dense_packed";
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
@@ -744,12 +765,15 @@ Problem packed_analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   }
   const std::vector<int64_t>& x = in[0].shape;
   const std::vector<int64_t>& w = in[1].shape;
-  ANVIL_CHECK(x.size() == 2, op, ": input 'x' must have rank 2 [M, K], got ", shape_str(x));
+  ANVIL_CHECK(x.size() >= 2, op, ": input 'x' must have rank 2 or more [batch.., M, K], got ",
+              shape_str(x));
   ANVIL_CHECK(w.size() == 3, op, ": input 'packed' must have rank 3 [N/nb, K, nb], got ",
               shape_str(w));
   Problem p;
-  p.M = x[0];
-  p.K = x[1];
+  p.a_batch.assign(x.begin(), x.end() - 2);
+  p.batch = p.a_batch;
+  p.M = x[x.size() - 2];
+  p.K = x.back();
   p.panel = w[2];
   p.N = attrs.get_int("units");  // required and positive: the schema checks it
   ANVIL_CHECK(w[1] == p.K, op, ": inner dimensions differ: input 'x' ", shape_str(x),
@@ -775,14 +799,21 @@ std::vector<te::Tensor> packed_compute(const std::vector<te::Tensor>& in, const 
   IterVar k = te::reduce_axis(static_cast<int>(p.K), "k");
   te::Tensor acc = te::compute(
       to_exprs(out_shape(p)),
-      [&](Var m, Var n) {
-        return te::sum(x(m, k->var) * w(floordiv(n, nb), k->var, floormod(n, nb)), {k});
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> xi(v.begin(), v.end() - 1);  // batch.., m
+        xi.push_back(k->var);
+        Expr n = v.back();
+        return te::sum(x(xi) * w(floordiv(n, nb), k->var, floormod(n, nb)), {k});
       },
       p.bias ? "dense_packed_acc" : "dense_packed");
   if (!p.bias) return {acc};
   te::Tensor bias = in[2];
   return {te::compute(
-      to_exprs(out_shape(p)), [&](Var m, Var n) { return acc(m, n) + bias(n); }, "dense_packed")};
+      to_exprs(out_shape(p)),
+      [&](const std::vector<Var>& v) {
+        return acc(std::vector<Expr>(v.begin(), v.end())) + bias(v.back());
+      },
+      "dense_packed")};
 }
 
 std::vector<runtime::NDArray> packed_reference(const std::vector<runtime::NDArray>& in,
@@ -793,7 +824,9 @@ std::vector<runtime::NDArray> packed_reference(const std::vector<runtime::NDArra
   runtime::NDArray out = runtime::NDArray::empty(out_shape(p), runtime::dl_float32());
   const float* x = in[0].data_as<float>();
   const float* w = in[1].data_as<float>();
-  for (int64_t m = 0; m < p.M; ++m) {
+  int64_t rows = p.M;  // the batch dimensions are rows of one product: the weight is shared
+  for (int64_t d : p.batch) rows *= d;
+  for (int64_t m = 0; m < rows; ++m) {
     for (int64_t n = 0; n < p.N; ++n) {
       double acc = p.bias ? in[2].data_as<float>()[n] : 0.0;
       for (int64_t kk = 0; kk < p.K; ++kk)
@@ -862,17 +895,23 @@ void register_packed_dense() {
   def.reference = packed_reference;
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
                         const Config& config) {
-    // The block nb is the last dimension of the packed operand the product reads.
+    // The block nb is the last dimension of the packed operand: the one the product reads at
+    // [n/nb, k, n%nb] (x's last index is k).
     Found f = find_stages(outs[0]);
     int64_t nb = kDefaultPanel;
-    for (const auto& t : f.acc->inputs) {
-      std::vector<int64_t> shape = shape_of(te::Tensor(t.get()));
-      if (shape.size() == 3) nb = shape[2];
+    if (const Mul* mul = f.acc->body.as<Reduce>()->source.as<Mul>()) {
+      for (const Expr& e : {mul->a, mul->b}) {
+        const Load* load = e.as<Load>();
+        if (load && load->indices.back().as<FloorMod>())
+          nb = ir::as_const_int(load->buffer->shape.back()).value_or(nb);
+      }
     }
-    schedule_matmul_x86("dense_packed", s, outs[0], target, config, nb);
+    schedule_matmul_x86("dense_packed", s, outs[0], target, config, nb, true, true);
   };
   def.space = [](const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
-    return problem_space(packed_analyze(in, attrs), target);
+    Problem p = packed_analyze(in, attrs);
+    fold_unit_rows(p);
+    return problem_space(p, target);
   };
   register_op(std::move(def));
 }

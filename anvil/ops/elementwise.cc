@@ -492,7 +492,7 @@ void register_unary_ops() {
       });
 
   unary_float(
-      {"leaky_relu", {float_attr("alpha", 0.01, "the slope for x < 0")}},
+      {"leaky_relu", {float_attr("alpha", 0.01, "the slope for x < 0")}, kKeepsBlocked},
       [](Expr x, const Attrs& a) {
         return select(x < 0.0f, x * static_cast<float>(a.get_float("alpha")), x);
       },
@@ -514,7 +514,8 @@ void register_unary_ops() {
       [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); });
   unary_float(
       {"hard_sigmoid",
-       {float_attr("alpha", 0.2, "the slope"), float_attr("beta", 0.5, "the offset")}},
+       {float_attr("alpha", 0.2, "the slope"), float_attr("beta", 0.5, "the offset")},
+       kKeepsBlocked},
       [](Expr x, const Attrs& a) {
         float alpha = static_cast<float>(a.get_float("alpha"));
         float beta = static_cast<float>(a.get_float("beta"));
@@ -525,7 +526,7 @@ void register_unary_ops() {
         return y < 0 ? 0.0 : y > 1 ? 1.0 : y;
       });
   unary_float(
-      "hard_swish",
+      {"hard_swish", {}, kKeepsBlocked},
       [](Expr x, const Attrs&) { return x * max(min(x * (1.0f / 6.0f) + 0.5f, 1.0f), 0.0f); },
       [](double x, const Attrs&) {
         double y = x / 6 + 0.5;
@@ -547,7 +548,7 @@ void register_unary_ops() {
       "reciprocal", [](Expr x, const Attrs&) { return Expr(1.0f) / x; },
       [](double x, const Attrs&) { return 1.0 / x; });
   unary_float(
-      "erf", [](Expr x, const Attrs&) { return call(Intrinsic::kErf, x); },
+      {"erf", {}, kKeepsBlocked}, [](Expr x, const Attrs&) { return call(Intrinsic::kErf, x); },
       [](double x, const Attrs&) { return std::erf(x); });
   // gelu: approximate = "none" (the exact erf form, default) or "tanh".
   unary_float(
@@ -556,7 +557,8 @@ void register_unary_ops() {
          AttrType::kString,
          std::string("none"),
          {one_of(std::vector<std::string>{"none", "tanh"})},
-         "'none': the exact erf form; 'tanh': its tanh approximation"}}},
+         "'none': the exact erf form; 'tanh': its tanh approximation"}},
+       kKeepsBlocked},
       [](Expr x, const Attrs& a) {
         if (a.get_string("approximate") == "tanh") {
           Expr inner =
@@ -617,7 +619,7 @@ void register_binary_ops() {
       [](uint64_t a, uint64_t b) { return a < b ? a : b; });
   // prelu(x, slope): slope broadcasts to x's shape (ONNX unidirectional broadcasting).
   register_elementwise(
-      "prelu", 2, same_type(TypeSet::kFloat),
+      {"prelu", {}, kKeepsBlocked}, 2, same_type(TypeSet::kFloat),
       [](const std::vector<Expr>& x, const Attrs&) {
         return select(x[0] < 0.0f, x[0] * x[1], x[0]);
       },

@@ -135,9 +135,10 @@ struct OpDef {
   // The FLOP count. Every op with a compute has one (ops_schema_test); data movement declares
   // flops_none().
   FlopsFn flops;
-  // Layout (alter_layout): the op runs unchanged on inputs that are all in the blocked layout
-  // NCHW[x]c with one block and one shape, its output in that layout. Only for elementwise ops
-  // that keep the padded channels finite (their inputs there are zeros no consumer reads).
+  // Layout (alter_layout): the op runs unchanged on inputs in the blocked layout NCHW[x]c with
+  // one block (broadcasting over N, H and W) and on constants that broadcast as scalars or per
+  // channel, its output in that layout. Only for elementwise ops that keep the padded channels
+  // finite (their inputs there are finite values, or zeros, that no consumer reads).
   bool keeps_blocked_layout = false;
   // Layout: the op computing this one on a float32 4-d input in NCHW[x]c (pools: their *_nchwc
   // forms, with the same attributes), or empty.

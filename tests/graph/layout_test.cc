@@ -203,7 +203,7 @@ TEST(AlterLayout, PoolOfAnNchwValueStaysNchw) {
   expect_same_outputs(g, a);
 }
 
-TEST(AlterLayout, TransposedConvAndUnsupportedConvs) {
+TEST(AlterLayout, TransposedGroupedAndUnsupportedConvs) {
   Target t = target_with_bits(512);
   Graph g;
   ValueId x = g.add_input("x", {{1, 16, 4, 4}, f32});
@@ -212,13 +212,17 @@ TEST(AlterLayout, TransposedConvAndUnsupportedConvs) {
                                                {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
                     {x, param(g, "wt", {16, 8, 4, 4}, 1), param(g, "bt", {8}, 2)});
   ValueId r = g.add("relu", "relu", Attrs(), {d});
-  // Grouped (not depthwise) and non-constant weights stay NCHW.
+  // A grouped convolution runs blocked when its groups fill blocks of 4 or more; one with 2
+  // channels per group, and one with a non-constant weight, stay NCHW.
   ValueId gc = g.add("grouped", "conv2d", conv({0, 0, 0, 0}, {1, 1}, 2),
                      {r, param(g, "wg", {8, 4, 1, 1}, 3)});
+  ValueId gc2 = g.add("grouped2", "conv2d", conv({1, 1, 1, 1}, {1, 1}, 4),
+                      {gc, param(g, "wg2", {8, 2, 3, 3}, 4)});
   ValueId w_in = g.add_input("w_in", {{8, 8, 1, 1}, f32});
-  g.add_output(g.add("dyn", "conv2d", conv({0, 0, 0, 0}), {gc, w_in}));
+  g.add_output(g.add("dyn", "conv2d", conv({0, 0, 0, 0}), {gc2, w_in}));
   Graph a = alter_layout(g, t);
   EXPECT_EQ(count_op(a, "conv2d_transpose_nchwc"), 1) << a.str();
+  EXPECT_EQ(count_op(a, "conv2d_nchwc"), 1) << a.str();
   EXPECT_EQ(count_op(a, "conv2d"), 2);
   expect_same_outputs(g, a);
   expect_same_outputs(g, fold_constants(a));
@@ -252,6 +256,153 @@ TEST(AlterLayout, DenseAndLstmWeightsArePacked) {
   expect_same_outputs(g, a);
   Graph folded = fold_constants(a);
   EXPECT_EQ(count_op(folded, "dense_pack_weight"), 0) << folded.str();
+  expect_same_outputs(g, folded);
+}
+
+// A MobileNet v3 block: 1x1 expand -> hard-swish -> depthwise 3x3 -> squeeze-and-excitation
+// (global pool, 1x1 reduce + relu, 1x1 expand + hard-sigmoid, broadcast multiply) -> 1x1 project
+// -> leaky relu -> per-channel scale and shift (an unfolded batch norm's form) -> GELU's erf form
+// (a division by a constant) and PRelu: every op runs blocked, transforms only at the boundaries.
+TEST(AlterLayout, SqueezeExcitationAndActivationsStayBlocked) {
+  for (int bits : {512, 256}) {
+    SCOPED_TRACE(bits);
+    Target t = target_with_bits(bits);
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 8, 9, 9}, f32});
+    ValueId e = g.add("expand", "conv2d", conv({0, 0, 0, 0}),
+                      {x, param(g, "we", {24, 8, 1, 1}, 1), param(g, "be", {24}, 2)});
+    ValueId hs = g.add("hswish", "hard_swish", Attrs(), {e});
+    ValueId dw = g.add("dw", "conv2d", conv({1, 1, 1, 1}, {1, 1}, 24),
+                       {hs, param(g, "wd", {24, 1, 3, 3}, 3)});
+    ValueId sq = g.add("squeeze", "global_avg_pool2d", Attrs(), {dw});
+    ValueId r = g.add("reduce", "conv2d", conv({0, 0, 0, 0}),
+                      {sq, param(g, "wr", {8, 24, 1, 1}, 4), param(g, "br", {8}, 5)});
+    ValueId rr = g.add("rrelu", "relu", Attrs(), {r});
+    ValueId ex = g.add("excite", "conv2d", conv({0, 0, 0, 0}),
+                       {rr, param(g, "wx", {24, 8, 1, 1}, 6), param(g, "bx", {24}, 7)});
+    ValueId hsig = g.add("hsig", "hard_sigmoid",
+                         Attrs("hard_sigmoid", {{"alpha", 1.0 / 6}, {"beta", 0.5}}), {ex});
+    ValueId se = g.add("se", "mul", Attrs(), {dw, hsig});
+    ValueId pr =
+        g.add("project", "conv2d", conv({0, 0, 0, 0}), {se, param(g, "wp", {20, 24, 1, 1}, 8)});
+    ValueId lr = g.add("lrelu", "leaky_relu", Attrs("leaky_relu", {{"alpha", 0.1}}), {pr});
+    ValueId sc = g.add("scale", "mul", Attrs(), {lr, param(g, "s", {20, 1, 1}, 9)});
+    ValueId sh = g.add("shift", "add", Attrs(), {sc, param(g, "h", {1, 20, 1, 1}, 10)});
+    ValueId dv = g.add("div", "div", Attrs(),
+                       {sh, g.add_constant("sqrt2", random_array({}, 11, 1.3f, 1.5f))});
+    ValueId ef = g.add("erf", "erf", Attrs(), {dv});
+    ValueId pl = g.add("prelu", "prelu", Attrs(), {ef, param(g, "slope", {20, 1, 1}, 12)});
+    ValueId out =
+        g.add("last", "conv2d", conv({0, 0, 0, 0}), {pl, param(g, "wl", {12, 20, 1, 1}, 13)});
+    g.add_output(out);
+    Graph a = alter_layout(simplify_inference(g), t);
+    EXPECT_EQ(count_op(a, "div"), 0) << a.str();  // a multiplication by the reciprocal
+    EXPECT_EQ(transforms(a), std::make_pair(1, 1)) << a.str();
+    expect_same_outputs(g, a);
+    expect_same_outputs(g, fold_constants(a));
+  }
+}
+
+// Channel concats run blocked (the inputs' blocks end to end), also when the last input does not
+// fill its last block; an unfolded batch norm after the concat is a blocked mul and add. A concat
+// whose non-last input does not fill whole blocks (18 channels in blocks of 16) reads NCHW.
+TEST(AlterLayout, ChannelConcatAndUnfoldedBatchNormStayBlocked) {
+  Target t = target_with_bits(512);
+  for (int64_t c2 : {16, 12}) {
+    SCOPED_TRACE(c2);
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 8, 6, 6}, f32});
+    ValueId a1 = g.add("a1", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w1", {16, 8, 1, 1}, 1)});
+    ValueId a2 = g.add("a2", "conv2d", conv({1, 1, 1, 1}), {x, param(g, "w2", {c2, 8, 3, 3}, 2)});
+    ValueId pool = g.add("pool", "max_pool2d",
+                         Attrs("max_pool2d", {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                              {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+                         {a1});
+    ValueId cat = g.add("cat", "concat", Attrs("concat", {{"axis", int64_t{1}}}), {a1, pool, a2});
+    int64_t C = 32 + c2;
+    ValueId bn =
+        g.add("bn", "batch_norm", Attrs("batch_norm", {{"epsilon", 1e-5}}),
+              {cat, param(g, "gamma", {C}, 3), param(g, "beta", {C}, 4), param(g, "mean", {C}, 5),
+               g.add_constant("var", random_array({C}, 6, 0.5f, 1.5f))});
+    ValueId r = g.add("relu", "relu", Attrs(), {bn});
+    g.add_output(g.add("last", "conv2d", conv({0, 0, 0, 0}), {r, param(g, "wl", {8, C, 1, 1}, 7)}));
+    Graph s = simplify_inference(g);
+    EXPECT_EQ(count_op(s, "batch_norm"), 0) << s.str();
+    Graph a = alter_layout(s, t);
+    // 12 channels are blocked by 4 in their convolution: one conversion to the concat's block
+    // (the last convolution reads the concat's block as it is).
+    EXPECT_EQ(transforms(a), std::make_pair(1, c2 == 16 ? 1 : 2)) << a.str();
+    expect_same_outputs(g, a);
+    expect_same_outputs(g, fold_constants(a));
+  }
+  // 18 channels first: the second input would start inside a block.
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 8, 6, 6}, f32});
+  ValueId a1 = g.add("a1", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w1", {18, 8, 1, 1}, 1)});
+  ValueId a2 = g.add("a2", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w2", {16, 8, 1, 1}, 2)});
+  ValueId cat = g.add("cat", "concat", Attrs("concat", {{"axis", int64_t{1}}}), {a1, a2});
+  g.add_output(
+      g.add("last", "conv2d", conv({0, 0, 0, 0}), {cat, param(g, "wl", {8, 34, 1, 1}, 7)}));
+  Graph a = alter_layout(g, t);
+  EXPECT_EQ(count_op(a, "concat"), 1);
+  EXPECT_EQ(transforms(a).second, 3) << a.str();  // a1, a2 and the output
+  expect_same_outputs(g, a);
+}
+
+// Spatial pads run on the blocked form (Inception's padded average pools); a pad by zero is
+// removed by simplify_inference; a pad of the channels reads NCHW.
+TEST(AlterLayout, SpatialPadStaysBlocked) {
+  Target t = target_with_bits(512);
+  auto pad = [](std::vector<int64_t> pads, const char* mode) {
+    return Attrs("pad", {{"pads", pads}, {"mode", std::string(mode)}, {"value", 0.5}});
+  };
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 8, 6, 6}, f32});
+  ValueId c = g.add("c", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w", {16, 8, 1, 1}, 1)});
+  ValueId z = g.add("zero", "pad", pad({0, 0, 0, 0, 0, 0, 0, 0}, "constant"), {c});
+  ValueId p1 = g.add("p1", "pad", pad({0, 0, 1, 2, 0, 0, 2, 1}, "constant"), {z});
+  ValueId p2 = g.add("p2", "pad", pad({0, 0, 1, 1, 0, 0, 0, 1}, "reflect"), {p1});
+  ValueId pool = g.add("pool", "avg_pool2d",
+                       Attrs("avg_pool2d", {{"kernel_shape", std::vector<int64_t>{3, 3}}}), {p2});
+  g.add_output(
+      g.add("last", "conv2d", conv({0, 0, 0, 0}), {pool, param(g, "wl", {8, 16, 1, 1}, 2)}));
+  ValueId pc = g.add("pc", "pad", pad({0, 1, 0, 0, 0, 1, 0, 0}, "constant"), {c});
+  g.add_output(pc);
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_op(s, "pad"), 3) << s.str();
+  Graph a = alter_layout(s, t);
+  // In: x. Out: the last conv's output, and c for the channel pad.
+  EXPECT_EQ(transforms(a), std::make_pair(1, 2)) << a.str();
+  expect_same_outputs(g, a);
+}
+
+// matmul against a constant [K, N] (a Linear layer over a sequence) is dense_packed over the
+// packed transpose, at any rank of A; B given transposed or with unit batch dimensions also is.
+// matmul of two activations, a trans_a one and a B with a real batch stay matmul.
+TEST(AlterLayout, MatmulWithConstantWeightIsPacked) {
+  Target t = target_with_bits(512);
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 9, 6}, f32});
+  ValueId s = g.add_input("s", {{7, 1, 6}, f32});
+  auto mm = [&](const std::string& name, ValueId a, ValueId b, int64_t trans_a, int64_t trans_b) {
+    return g.add(name, "matmul", Attrs("matmul", {{"trans_a", trans_a}, {"trans_b", trans_b}}),
+                 {a, b});
+  };
+  ValueId q = mm("q", x, param(g, "wq", {6, 20}, 1), 0, 0);      // [1, 9, 20]
+  ValueId k = mm("k", x, param(g, "wk", {20, 6}, 2), 0, 1);      // trans_b: [1, 9, 20]
+  ValueId v = mm("v", s, param(g, "wv", {1, 6, 20}, 3), 0, 0);   // seq-first: [7, 1, 20]
+  ValueId r = mm("r", param(g, "a0", {4, 9}, 4), x, 0, 0);       // constant A: [1, 4, 6]
+  ValueId att = mm("att", q, k, 0, 1);                           // two activations
+  ValueId bb = mm("bb", s, param(g, "wb", {7, 6, 3}, 5), 0, 0);  // B with a real batch
+  ValueId ta = mm("ta", x, param(g, "wt", {9, 4}, 6), 1, 0);     // trans_a
+  for (ValueId o : {q, v, r, att, bb, ta}) g.add_output(o);
+  Graph a = alter_layout(g, t);
+  EXPECT_EQ(count_op(a, "dense_packed"), 3) << a.str();
+  EXPECT_EQ(count_op(a, "matmul"), 4) << a.str();
+  expect_same_outputs(g, a);
+  Graph folded = fold_constants(a);
+  EXPECT_EQ(count_op(folded, "dense_pack_weight"), 0) << folded.str();
+  EXPECT_EQ(count_op(folded, "transpose"), 0) << folded.str();
   expect_same_outputs(g, folded);
 }
 

@@ -36,6 +36,7 @@ struct Conv {
   int64_t N = 1, C = 1, H = 1, W = 1, O = 1, KH = 1, KW = 1;
   int64_t ib = 1, ob = 1;  // depthwise: ib is the block
   std::vector<int64_t> strides = {}, pads = {}, dilations = {};
+  int64_t group = 1;  // conv2d_nchwc only
 
   std::string op() const { return depthwise ? "depthwise_conv2d_nchwc" : "conv2d_nchwc"; }
   int64_t blocks(int64_t c, int64_t b) const { return (c + b - 1) / b; }
@@ -44,12 +45,13 @@ struct Conv {
     if (!strides.empty()) v["strides"] = strides;
     if (!pads.empty()) v["pads"] = pads;
     if (!dilations.empty()) v["dilations"] = dilations;
+    if (group != 1) v["group"] = group;
     return Attrs(op(), v);
   }
   std::vector<TensorType> types() const {
     std::vector<int64_t> x = {N, blocks(C, ib), H, W, ib};
     if (depthwise) return {{x, f32}, {{blocks(C, ib), 1, KH, KW, 1, ib}, f32}};
-    return {{x, f32}, {{blocks(O, ob), blocks(C, ib), KH, KW, ib, ob}, f32}};
+    return {{x, f32}, {{blocks(O, ob), blocks(C / group, ib), KH, KW, ib, ob}, f32}};
   }
   std::string str() const {
     std::ostringstream os;
@@ -59,7 +61,7 @@ struct Conv {
       os << "]";
     };
     os << op() << " N=" << N << " C=" << C << " HxW=" << H << "x" << W << " O=" << O << " K=" << KH
-       << "x" << KW << " ib=" << ib << " ob=" << ob;
+       << "x" << KW << " ib=" << ib << " ob=" << ob << " group=" << group;
     l("strides", strides);
     l("pads", pads);
     l("dilations", dilations);
@@ -528,10 +530,10 @@ TEST(Conv2dNchwcPackWeight, Shapes) {
 void cross_check(const Conv& c, uint32_t seed) {
   SCOPED_TRACE(c.str());
   std::mt19937 rng(seed);
-  int64_t group = c.depthwise ? c.C : 1;
+  int64_t group = c.depthwise ? c.C : c.group;
   runtime::NDArray x = ops_testing::random_array({{c.N, c.C, c.H, c.W}, f32}, rng);
   runtime::NDArray w = ops_testing::random_array(
-      {{c.depthwise ? c.C : c.O, c.depthwise ? 1 : c.C, c.KH, c.KW}, f32}, rng);
+      {{c.depthwise ? c.C : c.O, c.depthwise ? 1 : c.C / c.group, c.KH, c.KW}, f32}, rng);
   std::map<std::string, AttrValue> v = c.attrs().values();
   v["group"] = group;
   runtime::NDArray want = lookup("conv2d").reference({x, w}, Attrs("conv2d", v))[0];
@@ -605,6 +607,33 @@ TEST(Conv2dNchwc, CrossCheckWithNchwConv2d) {
                .strides = {2, 2},
                .pads = {1, 1, 1, 1}},
               4);
+  // Grouped: RegNet's 8 channels per group in blocks of 8 (stride 2), ResNeXt's 4 in blocks of
+  // 4, and 16 per group read in blocks of 8 (two input blocks per group, 4 output blocks).
+  cross_check({.C = 24,
+               .H = 9,
+               .W = 8,
+               .O = 24,
+               .KH = 3,
+               .KW = 3,
+               .ib = 8,
+               .ob = 8,
+               .strides = {2, 2},
+               .pads = {1, 1, 1, 1},
+               .group = 3},
+              5);
+  cross_check({.C = 16,
+               .H = 7,
+               .W = 7,
+               .O = 16,
+               .KH = 3,
+               .KW = 3,
+               .ib = 4,
+               .ob = 4,
+               .pads = {1, 1, 1, 1},
+               .group = 4},
+              6);
+  cross_check({.C = 32, .H = 5, .W = 6, .O = 64, .KH = 1, .KW = 1, .ib = 8, .ob = 8, .group = 2},
+              7);
 }
 
 // ---- fused epilogues
@@ -723,6 +752,12 @@ TEST(ConvNchwcErrors, Shapes) {
              "float32[2, 2, 3, 3, 4, 8] expects 2 blocks of 4");
   expect_has(infer_error("conv2d_nchwc", {{{1, 3, 8, 8, 8}, f32}, {{2, 2, 3, 3, 8, 8}, f32}}, a),
              "has 3 channel blocks of 8, but weight");
+  Attrs g3("conv2d_nchwc", {{"group", int64_t{3}}});
+  expect_has(infer_error("conv2d_nchwc", {{{1, 2, 8, 8, 8}, f32}, {{2, 1, 3, 3, 8, 8}, f32}}, g3),
+             "conv2d_nchwc: attribute 'group' = 3 does not divide the input's 2 channel blocks");
+  Attrs g2("conv2d_nchwc", {{"group", int64_t{2}}});
+  expect_has(infer_error("conv2d_nchwc", {{{1, 4, 8, 8, 8}, f32}, {{2, 1, 3, 3, 8, 8}, f32}}, g2),
+             "expects 1 blocks of 8 per group (dimensions 1 and 4; group 2)");
   expect_has(infer_error("conv2d_nchwc", {{{1, 16, 8, 8}, f32}, {{2, 2, 3, 3, 8, 8}, f32}}, a),
              "conv2d_nchwc: input x must have rank 5 (NCHW[x]c), got float32[1, 16, 8, 8]");
   expect_has(infer_error("conv2d_nchwc", {{{1, 2, 8, 8, 8}, f32}, {{16, 16, 3, 3}, f32}}, a),

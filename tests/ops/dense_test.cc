@@ -7,6 +7,7 @@
 // |got - want| <= 1e-4 * sqrt(K) * (1 + |want|).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -245,11 +246,13 @@ TEST(Dense, Pattern) {
 // dense_packed against its reference on the weight packed by dense_pack_weight (checked against
 // its own reference first), and against dense's reference on the unpacked weight.
 void check_packed(int64_t M, int64_t N, int64_t K, int64_t nb, bool bias, uint32_t seed,
-                  Config config = {}) {
-  SCOPED_TRACE(::testing::Message()
-               << "M=" << M << " N=" << N << " K=" << K << " nb=" << nb << " bias=" << bias);
+                  Config config = {}, std::vector<int64_t> batch = {}) {
+  SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << " K=" << K << " nb=" << nb
+                                    << " bias=" << bias << " batch dims=" << batch.size());
   std::mt19937 rng(seed);
-  runtime::NDArray x = ops_testing::random_array({{M, K}, f32}, rng);
+  std::vector<int64_t> xshape = batch;
+  xshape.insert(xshape.end(), {M, K});
+  runtime::NDArray x = ops_testing::random_array({xshape, f32}, rng);
   runtime::NDArray w = ops_testing::random_array({{N, K}, f32}, rng);
   runtime::NDArray b = ops_testing::random_array({{N}, f32}, rng);
   Attrs pack_attrs("dense_pack_weight", {{"block", nb}});
@@ -258,7 +261,7 @@ void check_packed(int64_t M, int64_t N, int64_t K, int64_t nb, bool bias, uint32
   po.inputs = {w};
   check_op("dense_pack_weight", {{{N, K}, f32}}, pack_attrs, po);
   runtime::NDArray packed = lookup("dense_pack_weight").reference({w}, pack_attrs)[0];
-  std::vector<TensorType> types = {{{M, K}, f32}, {packed.shape(), f32}};
+  std::vector<TensorType> types = {{xshape, f32}, {packed.shape(), f32}};
   std::vector<runtime::NDArray> ins = {x, packed};
   if (bias) {
     types.push_back({{N}, f32});
@@ -268,8 +271,12 @@ void check_packed(int64_t M, int64_t N, int64_t K, int64_t nb, bool bias, uint32
   CheckOptions o = opts(K, seed, std::move(config));
   o.inputs = ins;
   check_op("dense_packed", types, attrs, o);
-  // The packed reference agrees with dense's on the unpacked weight.
-  std::vector<runtime::NDArray> dense_in = {x, w};
+  // The packed reference agrees with dense's on the unpacked weight (batch dimensions are rows
+  // of one product: x flattened to [rows, K]).
+  int64_t rows = x.numel() / K;
+  runtime::NDArray x2 = runtime::NDArray::empty({rows, K}, runtime::dl_float32());
+  std::copy_n(x.data_as<float>(), x.numel(), x2.data_as<float>());
+  std::vector<runtime::NDArray> dense_in = {x2, w};
   if (bias) dense_in.push_back(b);
   runtime::NDArray want = lookup("dense").reference(dense_in, Attrs("dense", {}))[0];
   runtime::NDArray got = lookup("dense_packed").reference(ins, attrs)[0];
@@ -290,6 +297,32 @@ TEST(DensePacked, RandomShapes) {
   check_packed(3, 45, 9, 8, false, seed++);   // half a vector per panel
   check_packed(8, 23, 5, 5, true, seed++);    // panels that are not vectors
   check_packed(1, 1, 1, 16, true, seed++);
+}
+
+// x with batch dimensions: [1, M, K] (a sequence at batch 1), [S, 1, K] (seq-first: the
+// batch becomes the tile's rows), [2, 3, M, K].
+TEST(DensePacked, BatchDimensionsShareTheWeight) {
+  check_packed(37, 45, 19, 16, true, 21, {}, {1});
+  check_packed(1, 40, 13, 16, true, 22, {}, {23});
+  check_packed(1, 17, 8, 16, false, 23, {}, {2, 5});
+  check_packed(4, 33, 11, 16, true, 24, {}, {2, 3});
+}
+
+TEST(DensePacked, SeqFirstRowsFoldIntoTheTile) {
+  // [S, 1, K]: the rule tiles S rows like a [S, K] product (tile_m 6, not 1), and every tile_m
+  // of the space agrees with the reference.
+  Target target = Target::host();
+  std::vector<TensorType> types = {{{23, 1, 13}, f32}, {{3, 13, 16}, f32}};
+  ConfigSpace space =
+      lookup("dense_packed").space(types, Attrs("dense_packed", {{"units", int64_t{40}}}), target);
+  EXPECT_EQ(space[0].values[0], 6);
+  for (int64_t tm : space[0].values) {
+    Config c = {{"tile_m", tm},
+                {"tile_n", space[1].values[0]},
+                {"k_unroll", space[2].values[0]},
+                {"parallel", space[3].values[0]}};
+    check_packed(1, 40, 13, 16, true, 25, c, {23});
+  }
 }
 
 TEST(DensePacked, LstmGateShape) {
@@ -364,6 +397,8 @@ TEST(DensePackedErrors, ShapesAndAttributes) {
          "(expected 2 panels)");
   expect("dense_packed", {{{3, 7}, f32}, {{2, 7, 16}, f32}, {{16}, f32}}, units,
          "dense_packed: input 'bias' must have shape [20]");
+  expect("dense_packed", {{{7}, f32}, {{2, 7, 16}, f32}}, units,
+         "dense_packed: input 'x' must have rank 2 or more [batch.., M, K], got [7]");
   expect("dense_packed", {{{3, 7}, f32}, {{2, 7}, f32}}, units,
          "dense_packed: input 'packed' must have rank 3 [N/nb, K, nb], got [2, 7]");
   expect("dense_packed", {{{3, 7}, f32}, {{2, 7, 16}, f32}}, Attrs("dense_packed", {}), "units");

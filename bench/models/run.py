@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""Compile, check and time the model suite that export.py wrote (issue 26).
+
+For each model: `anvil compile --strict` (wall time and the compiler's peak RSS), the artifact's
+output against PyTorch's on the same input (max abs error over max |reference|), the kernels that
+hold a layout transform, and `anvil bench` against ONNX Runtime (median over --processes fresh
+processes per side). One table, the geometric-mean speedups, and a summary JSON.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# Swin-T needs ONNX ops Anvil may lack (Mod, Range, ScatterND): while it does not compile it is
+# "pending", which fails no run.
+PENDING = {"swin_t"}
+
+
+def suite():
+    """The model names, in export.py's order. Asked of a child: with PyTorch imported here, this
+    process's memory would count as each compile's peak (a vfork child's RSS before exec is its
+    parent's)."""
+    export = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export.py")
+    return subprocess.check_output([sys.executable, export, "--list"], text=True).split()
+
+
+def run_measured(cmd, log, timeout):
+    """Runs cmd with its output in `log`; returns (exit code, wall s, peak RSS MiB); the exit
+    code is None when it ran past `timeout` seconds and was killed."""
+    start = time.monotonic()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+    # wait4, not wait: its rusage is this child's own, whose ru_maxrss is the peak (KiB).
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - start > timeout:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            pid = None
+            break
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait on it again
+    return (proc.returncode if pid else None), time.monotonic() - start, usage.ru_maxrss / 1024
+
+
+def last_error(log):
+    """The log's last error line, with the head of each indented line after it (the list it
+    names, as "unsupported operators (3): Mod, Range, ScatterND")."""
+    lines = [l.rstrip() for l in open(log, errors="replace") if l.strip()] or ["(no output)"]
+    at = max([i for i, l in enumerate(lines) if "error" in l.lower()] or [len(lines) - 1])
+    heads = [l.split(":")[0].strip() for l in lines[at + 1:] if l.startswith("  ")]
+    return (lines[at].strip() + " " + ", ".join(heads)).strip()[:300]
+
+
+def layout_transforms(log):
+    """Kernels of `anvil compile -v`'s list ("  NAME: op, op  [schedule]") with a layout
+    transform among their ops."""
+    count = 0
+    for line in open(log, errors="replace"):
+        if line.startswith("  ") and ": " in line and "[" in line:
+            ops = line.split(": ", 1)[1].split("  [")[0].split(", ")
+            count += "layout_transform" in ops
+    return count
+
+
+def check(a, so, d, tolerance):
+    """Runs the artifact on the reference input; returns (max relative error, error message)."""
+    out = os.path.join(d, "out")
+    r = subprocess.run([a.anvil, "run", so, "--input", "input=" + os.path.join(d, "input.npy"),
+                        "--output-dir", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, "run: " + (r.stderr or r.stdout).strip()[-300:]
+    got = np.load(os.path.join(out, "output.npy")).astype(np.float64)
+    ref = np.load(os.path.join(d, "reference.npy")).astype(np.float64)
+    if got.shape != ref.shape:
+        return None, f"output shape {got.shape}, reference {ref.shape}"
+    err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
+    return err, None if err <= tolerance else f"max error {err:.2e} > {tolerance:g}"
+
+
+def bench(a, name, onnx, d):
+    """anvil bench against ONNX Runtime; returns ({threads: figures}, error message)."""
+    summary = os.path.join(d, "bench.json")
+    if os.path.exists(summary):
+        os.remove(summary)
+    log = os.path.join(d, "bench.log")
+    with open(log, "w") as f:
+        rc = subprocess.call([a.anvil, "bench", onnx, "--threads", a.threads, "--processes",
+                              str(a.processes), "--baselines", "onnxruntime", "--strict",
+                              "--summary-json", summary], stdout=f, stderr=subprocess.STDOUT)
+    if not os.path.exists(summary):
+        return {}, f"bench exited {rc}: {last_error(log)}"
+    times, errors = {}, []
+    for row in json.load(open(summary))["rows"]:
+        if row["name"] != name or row.get("baseline") != "onnxruntime":
+            continue
+        if row.get("error") or row.get("speedup") is None:
+            errors.append(row.get("error") or row.get("note") or "no baseline time")
+            continue
+        times[str(row["threads"])] = {"anvil_ms": row["anvil_ms"], "ort_ms": row["baseline_ms"],
+                                      "speedup": row["speedup"],
+                                      "contended": row.get("contended", False)}
+    if not times and not errors:
+        errors.append(f"bench exited {rc} without rows: {last_error(log)}")
+    return times, "; ".join(errors) or None
+
+
+def run_model(a, name):
+    d = os.path.join(a.models_dir, name)
+    onnx = os.path.join(d, name + ".onnx")
+    m = {"name": name, "compiles": False, "matches": False, "max_error": None,
+         "layout_transforms": None, "compile_s": None, "compile_peak_mib": None, "bench": {},
+         "error": None, "pending": name in PENDING}
+    if not os.path.exists(onnx):
+        error = os.path.join(d, "export_error.txt")
+        m["error"] = ("export: " + open(error).read().strip() if os.path.exists(error)
+                      else "not exported (bench/models/export.py)")
+        return m
+    so = os.path.join(d, name + ".so")
+    log = os.path.join(d, "compile.log")
+    rc, seconds, peak = run_measured([a.anvil, "compile", onnx, "--strict", "-v", "-o", so], log,
+                                     a.timeout)
+    m["compile_s"], m["compile_peak_mib"] = round(seconds, 2), round(peak, 1)
+    if rc is None:
+        m["error"] = f"compile ran past --timeout {a.timeout:g} s"
+        return m
+    if rc != 0:
+        m["error"] = f"compile exited {rc}: {last_error(log)}"
+        return m
+    m["compiles"] = True
+    m["pending"] = False  # a pending model that compiles is measured as any other
+    m["layout_transforms"] = layout_transforms(log)
+    err, m["error"] = check(a, so, d, a.tolerance)
+    m["max_error"] = err
+    m["matches"] = m["error"] is None
+    if m["matches"] and not a.skip_bench:
+        m["bench"], m["error"] = bench(a, name, onnx, d)
+    return m
+
+
+def fmt(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def table(models, threads):
+    """The table, and below it a numbered note per model with an error (as anvil bench's)."""
+    head = ["model", "compiles", "matches (max err)", "layout transforms", "compile s",
+            "compile peak MiB"]
+    for t in threads:
+        head += [f"Anvil ms {t}t", f"ORT ms {t}t", f"speedup {t}t"]
+    rows, notes, contended = [head], [], False
+    for m in models:
+        name = m["name"]
+        if m["error"]:
+            notes.append(f"({len(notes) + 1}) {name}" + (" (pending)" if m["pending"] else "") +
+                         f": {m['error']}")
+            name += f" ({len(notes)})"
+        match = ("yes" if m["matches"] else "no") + f" ({fmt(m['max_error'], '.1e')})"
+        row = [name, "yes" if m["compiles"] else "no", match if m["compiles"] else "-",
+               fmt(m["layout_transforms"], "d"), fmt(m["compile_s"], ".1f"),
+               fmt(m["compile_peak_mib"], ".0f")]
+        for t in threads:
+            b = m["bench"].get(t, {})
+            row += [fmt(b.get("anvil_ms"), ".3f"), fmt(b.get("ort_ms"), ".3f"),
+                    fmt(b.get("speedup"), ".2f") + ("x" if b else "") +
+                    (" *" if b.get("contended") else "")]
+            contended = contended or b.get("contended")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    if contended:
+        notes.append("* contended: a median more than twice that side's fastest run (another "
+                     "process was using the cores)")
+    return "\n".join(lines + notes)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models-dir", default="build/models", help="where export.py wrote them")
+    p.add_argument("--anvil", default="build/bin/anvil", help="the anvil binary")
+    p.add_argument("--only", help="comma-separated model names (default: all 25)")
+    p.add_argument("--threads", default="1,2", help="thread counts of the bench, comma-separated")
+    p.add_argument("--processes", type=int, default=3,
+                   help="fresh processes per side and row (the suite asks at least 3)")
+    p.add_argument("--skip-bench", action="store_true", help="compile and check only")
+    p.add_argument("--tolerance", type=float, default=1e-3,
+                   help="largest max |anvil - torch| / max |torch| that matches")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds one compile may take")
+    p.add_argument("--summary-json", help="default: MODELS_DIR/summary.json")
+    a = p.parse_args()
+    known = suite()
+    names = a.only.split(",") if a.only else known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        p.error("unknown model(s) " + ", ".join(unknown))
+    threads = a.threads.split(",")
+
+    models = []
+    for name in names:
+        print(f"== {name}", flush=True)
+        m = run_model(a, name)
+        if m["error"]:
+            print(f"{name}: {m['error']}", flush=True)
+        models.append(m)
+
+    print(table(models, [] if a.skip_bench else threads))
+    geomean, excluded = {}, {}
+    for t in [] if a.skip_bench else threads:
+        speedups = [m["bench"][t]["speedup"] for m in models if t in m["bench"]]
+        excluded[t] = [m["name"] + (" (pending)" if m["pending"] else "")
+                       for m in models if t not in m["bench"]]
+        geomean[t] = math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None
+        print(f"geometric-mean speedup at {t} thread(s) over {len(speedups)} models: "
+              f"{fmt(geomean[t], '.2f')}x" +
+              (f" (excluded: {', '.join(excluded[t])})" if excluded[t] else ""))
+    pending = [m["name"] for m in models if m["pending"]]
+    failed = [m["name"] for m in models if m["error"] and not m["pending"]]
+    if failed:
+        print("failed: " + ", ".join(failed))
+
+    out = a.summary_json or os.path.join(a.models_dir, "summary.json")
+    summary = {"tolerance": a.tolerance, "processes": a.processes, "threads": threads,
+               "models": models, "pending": pending, "failed": failed,
+               "geomean_speedup": geomean, "excluded_from_geomean": excluded}
+    with open(out, "w") as f:
+        json.dump(summary, f, indent=1)
+    print("wrote " + out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
