@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::graph {
@@ -48,7 +49,8 @@ bool is_f32_constant(const Graph& g, ValueId v) {
 // until nothing folds, so conv -> bn -> mul -> add becomes one conv. identity and dropout (when
 // such operators are registered) and pads by zero are bypassed unless their output is a graph
 // output. What no anchor absorbs is decomposed (decompose): batch_norm into mul and add, division
-// by a constant into multiplication by its reciprocal.
+// by a constant into multiplication by its reciprocal. Convolution taps that read only padding
+// are cut (drop_dead_taps).
 
 // The per-output-channel affine map y = scale[o] * x + shift[o] that node `u` applies to its
 // input `x` (the output of a conv or dense with `channels` channels on axis 1, type `t`), or
@@ -218,6 +220,67 @@ bool no_op_pad(const Node& n) {
   return true;
 }
 
+// A 2-d convolution whose outer taps read only padding at every output position (a dilated
+// convolution on a map smaller than its dilation: DeepLabv3's atrous rates 24 and 36 on a 14 x 14
+// map leave only the centre tap) loses those taps: the weight is cut to the taps that can read
+// the input and the pads shrink by what was cut, so every output reads the same values. Returns
+// whether `n` was rewritten.
+bool drop_dead_taps(GraphRewriter& rw, const Node& n) {
+  const Graph& g = rw.old();
+  if (n.op != "conv2d" || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+      !is_f32_constant(g, n.inputs[1]))
+    return false;
+  const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
+  const std::vector<int64_t>& ys = g.value(n.outputs[0]).type.shape;
+  const Value& w = g.value(n.inputs[1]);
+  const std::vector<int64_t>& ws = w.type.shape;
+  if (xs.size() != 4 || ws.size() != 4) return false;
+  ops::Window win = ops::parse_window(n.attrs, 2, ops::kWindowGroup);
+  // Per spatial axis: the first and last tap that some output reads inside the input.
+  int64_t first[2], last[2];
+  std::vector<int64_t> lo = win.pad_lo, hi = win.pad_hi;
+  bool cut = false;
+  for (int d = 0; d < 2; ++d) {
+    int64_t K = ws[2 + d], in = xs[2 + d], out = ys[2 + d];
+    int64_t s = win.strides[d], dil = win.dilations[d];
+    first[d] = K;
+    last[d] = -1;
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t lowest = k * dil - win.pad_lo[d], highest = (out - 1) * s + lowest;
+      if (highest >= 0 && lowest < in) {
+        first[d] = std::min(first[d], k);
+        last[d] = k;
+      }
+    }
+    if (last[d] < 0) return false;  // reads only padding: leave it to the op
+    lo[d] = win.pad_lo[d] - first[d] * dil;
+    int64_t span = (last[d] - first[d]) * dil + 1;
+    // The end pad that keeps `out` outputs (none when the original's last rows went unread).
+    hi[d] = std::max<int64_t>((out - 1) * s + span - in - lo[d], 0);
+    if (lo[d] < 0 || (in + lo[d] + hi[d] - span) / s + 1 != out) return false;
+    cut = cut || first[d] > 0 || last[d] < K - 1;
+  }
+  if (!cut) return false;
+  int64_t kh = last[0] - first[0] + 1, kw = last[1] - first[1] + 1;
+  runtime::NDArray nw = runtime::NDArray::empty({ws[0], ws[1], kh, kw}, runtime::dl_float32());
+  const float* src = f32_data(w);
+  float* dst = nw.data_as<float>();
+  for (int64_t oc = 0; oc < ws[0] * ws[1]; ++oc)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        dst[(oc * kh + i) * kw + j] = src[(oc * ws[2] + first[0] + i) * ws[3] + first[1] + j];
+  Graph& out = rw.out();
+  ops::Attrs attrs = n.attrs;
+  attrs.set("pads", std::vector<int64_t>{lo[0], lo[1], hi[0], hi[1]});
+  std::vector<ValueId> ins = {rw.map(n.inputs[0]),
+                              out.add_constant(out.unique_name(w.name + "_live_taps"), nw)};
+  for (size_t i = 2; i < n.inputs.size(); ++i) ins.push_back(rw.map(n.inputs[i]));
+  const std::string& y = g.value(n.outputs[0]).name;
+  rw.set(n.outputs[0],
+         out.add_node(out.unique_name(n.name), "conv2d", attrs, ins, {output_name(out, y)})[0]);
+  return true;
+}
+
 // One round: every anchor absorbs at most its one affine consumer. Returns whether it changed.
 bool simplify_round(const Graph& g, Graph& result) {
   GraphRewriter rw(g);
@@ -234,6 +297,10 @@ bool simplify_round(const Graph& g, Graph& result) {
         ANVIL_CHECK(users[n.outputs[i]].empty() && !is_output(g, n.outputs[i]),
                     "simplify_inference: node '", n.name, "' (", n.op, "): output ",
                     g.value(n.outputs[i]).name, " is used; it cannot be dropped");
+      changed = true;
+      continue;
+    }
+    if (drop_dead_taps(rw, n)) {
       changed = true;
       continue;
     }

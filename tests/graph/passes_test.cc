@@ -82,6 +82,36 @@ TEST(SimplifyInference, FoldsIntoDenseAndTransposedConv) {
   expect_same_outputs(g, s);
 }
 
+// Taps that read only padding are cut: DeepLabv3's atrous convolutions on a small map (dilation
+// 6 on 5 x 5: the centre alone, a 1x1 convolution without pads), one side only (dilation 3 with
+// asymmetric pads, stride 2), and nothing when every tap reads the input somewhere.
+TEST(SimplifyInference, CutsTapsThatReadOnlyPadding) {
+  auto dilated = [](std::vector<int64_t> pads, int64_t dil, int64_t stride, int64_t group = 1) {
+    return Attrs("conv2d", {{"pads", pads},
+                            {"dilations", std::vector<int64_t>{dil, dil}},
+                            {"strides", std::vector<int64_t>{stride, stride}},
+                            {"group", group}});
+  };
+  auto kernel_of = [](const Graph& s, const std::string& op_name) {
+    for (const Node& n : s.nodes())
+      if (n.name.starts_with(op_name)) return s.value(n.inputs[1]).type.shape;
+    return std::vector<int64_t>{};
+  };
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 4, 5, 5}, f32});
+  g.add_output(g.add("centre", "conv2d", dilated({6, 6, 6, 6}, 6, 1),
+                     {x, param(g, "w1", {3, 4, 3, 3}, 1), param(g, "b1", {3}, 2)}));
+  g.add_output(g.add("side", "conv2d", dilated({5, 3, 0, 3}, 3, 2, 2),
+                     {x, param(g, "w2", {6, 2, 3, 3}, 3)}));
+  g.add_output(
+      g.add("all", "conv2d", dilated({2, 2, 2, 2}, 2, 1), {x, param(g, "w3", {3, 4, 3, 3}, 4)}));
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(kernel_of(s, "centre"), (std::vector<int64_t>{3, 4, 1, 1})) << s.str();
+  EXPECT_EQ(kernel_of(s, "side"), (std::vector<int64_t>{6, 2, 2, 3})) << s.str();
+  EXPECT_EQ(kernel_of(s, "all"), (std::vector<int64_t>{3, 4, 3, 3})) << s.str();
+  expect_same_outputs(g, s);
+}
+
 TEST(SimplifyInference, LeavesSharedAndNonConstantOperandsAlone) {
   Graph g;
   ValueId x = g.add_input("x", {{1, 4, 5, 5}, f32});

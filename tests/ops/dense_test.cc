@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -80,6 +81,22 @@ TEST(Matmul, EveryTransposeCombination) {
                  mm_attrs("batch_matmul", ta, tb), opts(K, seed++));
       }
     }
+  }
+}
+
+// Attention's products at batch > 1 with N not a multiple of the column tile (ViT's [12, 197, 64]
+// by [12, 64, 197]): the batches are not fused with the column blocks (a tail), and the result
+// still agrees, also with a second batch dimension and with the tail in M as well.
+TEST(Matmul, BatchesWithAColumnTail) {
+  uint32_t seed = 40;
+  for (auto [batch, M, K, N] :
+       std::vector<std::array<int64_t, 4>>{{12, 19, 8, 37}, {3, 8, 16, 33}, {2, 13, 5, 21}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "batch=" << batch << " M=" << M << " K=" << K << " N=" << N);
+    check_op("matmul", {{mat({batch}, M, K, 0), f32}, {mat({batch}, K, N, 0), f32}},
+             mm_attrs("matmul", 0, 0), opts(K, seed++));
+    check_op("matmul", {{mat({2, batch}, M, K, 0), f32}, {mat({2, batch}, K, N, 0), f32}},
+             mm_attrs("matmul", 0, 0), opts(K, seed++));
   }
 }
 
