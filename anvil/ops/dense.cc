@@ -533,13 +533,13 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   // The parallel loop: the batches fused with the column blocks; but a column split with a tail
   // (N not a multiple of bn) is not fused into the batches (the fused loop could not be split
   // into whole blocks and a tail, and every block would take the guarded path): then the
-  // batches alone, or the column blocks when there is one batch.
+  // batches alone (with one batch, fusing its unit axes changes nothing).
   int64_t batches = 1;
   for (size_t i = 0; i < row; ++i) batches *= oshape[i];
   IterVar outer = no;
-  if (p.N % bn == 0 || row == 0) {
+  if (p.N % bn == 0 || batches == 1) {
     for (size_t i = row; i-- > 0;) outer = so.fuse(ax[i], outer);
-  } else if (batches > 1) {
+  } else {
     outer = ax[0];
     for (size_t i = 1; i < row; ++i) outer = so.fuse(outer, ax[i]);
   }
