@@ -790,6 +790,10 @@ TEST(Nchwc, BlockRule) {
   EXPECT_EQ(nchwc_block(20, avx512), 4);
   EXPECT_EQ(nchwc_block(17, avx512), 16);
   EXPECT_EQ(nchwc_channels(17, 16), 32);
+  // Padding to whole vectors when it adds at most 1/32: 1000 -> 1008, not 200 -> 208.
+  EXPECT_EQ(nchwc_block(1000, avx512), 16);
+  EXPECT_EQ(nchwc_block(200, avx512), 8);
+  EXPECT_EQ(nchwc_block(1000, Target::parse("llvm -vector-bits=256")), 8);
 }
 
 }  // namespace
