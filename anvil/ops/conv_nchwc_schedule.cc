@@ -41,6 +41,18 @@
 //   of L2 and the weight exceeds a quarter of it, the output rows go in groups whose input rows
 //   fill a quarter of L2, the channel tiles inside.
 //
+//   ic_outer: 1 when the weight is larger than half of L2 (at batch 1 it is streamed from L3 or
+//   memory once per inference), a channel tile's whole output (oc_tile x OH x OW x ob floats) fits
+//   in L1, and there are at least two channel tiles per core. The loops become
+//       n, oc tiles (parallel) | ic | oh, ow blocks | kh, kw, ib | oc_tile, ow_block, ob
+//   with the tile's accumulators in a buffer (LLVM keeps each register tile in registers across
+//   kh, kw and ib). Row by row, a channel tile reads its whole weight slice in its first row,
+//   faster than memory delivers it, then from L2 for the other rows; with ic outside the rows each
+//   ib-channel slice serves every row before the next one is read: a steady stream the prefetchers
+//   overlap with the arithmetic. ResNet-18's layer 4 on a Zen 5 host (7x7, 512 -> 512, 9 MiB of
+//   weight): 1.9-2.1 ms per layer row by row in the model, 1.57-1.6 ms with ic outside (1.17 ms
+//   alone with its weight in cache); the stride-2 256 -> 512: 1.05-1.2 -> 0.78-0.82 ms.
+//
 //   inline_pad: 0. The padded source is a stage at the root, its rows in parallel (inlined
 //   selects measured 20-40% slower: one compare per broadcast).
 //
@@ -66,6 +78,8 @@ struct Knobs {
   int64_t oc_tile = 1, ow_block = 1, unroll_kw = 1, unroll_ib = 1;
   int64_t oh_group = 0;    // output rows per group (0: all): groups outside the channel tiles
   int64_t inline_pad = 0;  // 1: the padding is a select inside the convolution, not a stage
+  int64_t ic_outer = 0;    // 1: input channels outside the rows (a channel tile's whole output
+                           // accumulates in a buffer; each weight slice is used by every row)
 };
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -105,6 +119,13 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   const int64_t oc_tiles = ceil_div(c.OB, k.oc_tile);
   if (oc_tiles >= 4 && weight_bytes > l2 / 4 && row_bytes * c.OH > l2 * 3 / 8)
     k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, l2 / 4 / row_bytes));
+  // A weight streamed from outside L2: input channels outside the rows (see ic_outer above).
+  const int64_t tile_bytes = k.oc_tile * c.ob * c.OH * c.OW * 4;
+  if (weight_bytes > l2 / 2 && tile_bytes <= target.l1d_bytes &&
+      oc_tiles >= 2 * std::max(1, target.cores)) {
+    k.ic_outer = 1;
+    k.oh_group = 0;
+  }
   return k;
 }
 
@@ -117,6 +138,8 @@ Knobs knobs_from(const ConvShape& c, const Target& target, const Config& config)
   k.inline_pad = knob(config, "inline_pad", k.inline_pad);
   k.oh_group = std::clamp<int64_t>(knob(config, "oh_group", k.oh_group), 0, c.OH);
   if (k.oh_group >= c.OH) k.oh_group = 0;
+  k.ic_outer = c.depthwise ? 0 : knob(config, "ic_outer", k.ic_outer) != 0;
+  if (k.ic_outer) k.oh_group = 0;
   return k;
 }
 
@@ -144,6 +167,7 @@ ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
     space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 3, 4, 6, 8}, c.OB)});
     space.push_back({"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)});
     space.push_back({"oh_group", with_default(d.oh_group, {0, 1, 2, 4, 7, 8, 14}, c.OH - 1)});
+    space.push_back({"ic_outer", with_default(d.ic_outer, {0, 1}, 1)});
   }
   return space;
 }
@@ -205,7 +229,9 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
   order_out.insert(order_out.end(), {wi, ax[4]});
   so.reorder(order_out);
   IterVar fused = oho.defined() ? so.fuse(ax[0], oho) : ax[0];
-  fused = so.fuse(so.fuse(fused, oco), oh);
+  fused = so.fuse(fused, oco);
+  IterVar tile = fused;
+  if (!k.ic_outer) fused = so.fuse(fused, oh);
   so.parallel(fused);
   for (const te::Tensor& t : sources) {
     te::Stage st = s[t];
@@ -226,6 +252,20 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
   so.vectorize(ax[4]);
 
   te::Stage si = s[inner];
+  if (k.ic_outer) {
+    // n | ic | oh, ow blocks | kh, kw, ib | oc, ow (registers)
+    si.compute_at(so, tile);
+    std::vector<IterVar> iax = si.axis();
+    std::vector<IterVar> rax = si.reduce_axis();
+    auto [iwo, iwi] = si.split(iax[3], k.ow_block);
+    si.reorder({iax[0], rax[0], iax[2], iwo, rax[1], rax[2], rax[3], iax[1], iwi, iax[4]});
+    si.unroll(iax[1]);
+    si.unroll(iwi);
+    si.vectorize(iax[4]);
+    if (k.unroll_kw) si.unroll(rax[2]);
+    if (k.unroll_ib) si.unroll(rax[3]);
+    return;
+  }
   si.compute_at(so, wo);
   std::vector<IterVar> iax = si.axis();
   std::vector<IterVar> rax = si.reduce_axis();

@@ -66,6 +66,10 @@ using namespace ir;
 namespace {
 
 const char* kPack = "conv2d_winograd_nchwc_pack_weight";
+
+// The bytes per cycle one core streams from memory while the others share it: about 12 GB/s at
+// 4 GHz. Not detectable; servers' per-core shares of DRAM bandwidth sit around this figure.
+constexpr double kStreamBytesPerCycle = 3.0;
 const char* kConv = "conv2d_winograd_nchwc";
 const char* kConvNchw = "conv2d_winograd";
 
@@ -824,9 +828,16 @@ void register_winograd_ops() {
 // (the input transform is paid per input channel and the output transform per output channel;
 // at 56x56 with 1 input channel -> 32 it measured 0.032 ms against conv2d_nchwc's 0.017, with 2
 // even, with 3 -> 64 0.074 against 0.102; few output channels win: 32 -> 1 and 32 -> 4 measured
-// 0.064 and 0.070 ms against 0.39 and 0.15), unless its GEMM is bound by streaming the
-// transformed weight: fewer than 12 tiles per image and a transformed weight (a^2 C O floats)
-// larger than L2 (4x4 maps with 512 channels: 0.84-0.97 ms against conv2d_nchwc's 0.81-0.88).
+// 0.064 and 0.070 ms against 0.39 and 0.15), unless the transformed weight it streams costs more
+// than the arithmetic it saves. At batch 1 each weight is read once per inference; a transformed
+// weight larger than L2 comes from L3 or memory, a^2 C O floats against the direct convolution's
+// 9 C O. It saves 2 C O (9 P - a^2 T) FLOPs (P output positions, T tiles) for 4 C O (a^2 - 9)
+// more bytes: worth it when that ratio exceeds the machine's balance, its FLOPs per cycle over
+// the bytes per cycle one core streams from memory while others share it (kStreamBytesPerCycle).
+// In ResNet-18 on a Zen 5 host (64 FLOPs per cycle: balance 21) layer 4's F(2x2) (7x7 maps, 512
+// channels: 13 FLOPs per byte) took 2.0-2.2 ms per layer against the direct convolution's 1.6,
+// layer 3's F(4x4) (14x14, 256: 22 per byte) 1.2-1.3 ms, no slower than direct; on Zen 4 and
+// AVX2 cores (32 FLOPs per cycle: balance 11) both stay Winograd, as measured there (the table).
 // height and width are the output's (the input's for the usual padding 1).
 bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, int64_t width,
                      int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
@@ -835,10 +846,16 @@ bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, 
       dilation_w != 1)
     return false;
   if (channels_in < 3 || channels_out < 1 || height < 1 || width < 1) return false;
-  int64_t m = winograd_tile(channels_in, channels_out, height, width, target);
-  int64_t tiles = ((height + m - 1) / m) * ((width + m - 1) / m);
-  int64_t weight_bytes = (m + 2) * (m + 2) * channels_in * channels_out * 4;
-  return tiles >= 12 || weight_bytes <= target.l2_bytes;
+  const int64_t m = winograd_tile(channels_in, channels_out, height, width, target);
+  const int64_t a = m + 2;
+  const int64_t tiles = ((height + m - 1) / m) * ((width + m - 1) / m);
+  if (a * a * channels_in * channels_out * 4 <= target.l2_bytes) return true;
+  // FLOPs saved per byte of extra weight, against FLOPs per cycle per streamed byte per cycle.
+  const double saved = 2.0 * static_cast<double>(9 * height * width - a * a * tiles);
+  const double extra_bytes = 4.0 * static_cast<double>(a * a - 9);
+  const double flops_per_cycle =
+      2.0 * target.vector_lanes_f32() * std::max(1, target.fma_units);
+  return saved / extra_bytes >= flops_per_cycle / kStreamBytesPerCycle;
 }
 
 }  // namespace anvil::ops

@@ -215,6 +215,9 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
   check(c, opts(6, {{"oc_tile", 3}, {"ow_block", 29}, {"inline_pad", 1}, {"unroll_ib", 0}}));
   // Output rows in groups of 3 (7 rows: 3, 3, 1) outside the channel tiles, two images.
   check(c, opts(7, {{"oc_tile", 2}, {"ow_block", 8}, {"oh_group", 3}}));
+  // Input channels outside the rows: a channel tail (5 blocks in tiles of 3), column tails.
+  check(c, opts(8, {{"oc_tile", 3}, {"ow_block", 8}, {"ic_outer", 1}}));
+  check(c, opts(9, {{"oc_tile", 2}, {"ow_block", 7}, {"ic_outer", 1}, {"inline_pad", 1}}));
   // Each knob of the space moved away from the default computes the same result.
   Conv s{.C = 16,
          .H = 3,
@@ -227,7 +230,7 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
          .strides = {1, 2},
          .pads = {1, 1, 1, 1}};
   ConfigSpace space = lookup(s.op()).space(s.types(), s.attrs(), Target::host());
-  ASSERT_EQ(space.size(), 6u);
+  ASSERT_EQ(space.size(), 7u);
   uint32_t seed = 10;
   for (const Knob& k : space) {
     EXPECT_GT(k.values.size(), 1u) << k.name;
@@ -302,19 +305,43 @@ TEST(Conv2dNchwc, DefaultRule) {
   EXPECT_EQ(d["inline_pad"], 1);
   // Rows in groups when a large weight meets a large input: MobileNet's 1x1 512 -> 512 at 14x14
   // (1 MiB of weight, 392 KiB of input: groups of 4 rows, 112 KiB of input each); not when
-  // either is small (ResNet's 3x3 64 -> 64 at 56x56: 144 KiB of weight).
+  // either is small (ResNet's 3x3 64 -> 64 at 56x56: 144 KiB of weight). On 16 cores: its 16
+  // channel tiles are too few for input channels outside the rows (below).
+  Target cores16 = avx512;
+  cores16.cores = 16;
   Conv pw{.C = 512, .H = 14, .W = 14, .O = 512, .KH = 1, .KW = 1, .ib = 16, .ob = 16};
-  EXPECT_EQ(defaults(pw, avx512)["oh_group"], 4);
-  EXPECT_EQ(defaults(c2, avx512)["oh_group"], 0);
-  EXPECT_EQ(defaults(c12, avx512)["oh_group"], 0);
+  EXPECT_EQ(defaults(pw, cores16)["ic_outer"], 0);
+  EXPECT_EQ(defaults(pw, cores16)["oh_group"], 4);
+  EXPECT_EQ(defaults(c2, cores16)["oh_group"], 0);
+  EXPECT_EQ(defaults(c12, cores16)["oh_group"], 0);
   // With a 2 MiB L2 the whole 392 KiB input stays there: no groups.
-  Target big_l2 = avx512;
+  Target big_l2 = cores16;
   big_l2.l2_bytes = 2 << 20;
   EXPECT_EQ(defaults(pw, big_l2)["oh_group"], 0);
   // With 256 KiB, groups of 2 rows (56 KiB of input each).
-  Target small_l2 = avx512;
+  Target small_l2 = cores16;
   small_l2.l2_bytes = 256 << 10;
   EXPECT_EQ(defaults(pw, small_l2)["oh_group"], 2);
+  // Input channels outside the rows where the weight is streamed past L2 and a channel tile's
+  // whole output fits in L1: ResNet's layer 4 (7x7, 512 -> 512, 9 MiB of weight; a tile's output
+  // 6 KiB) and MobileNet's 1x1 512 -> 512 at 14x14 (1 MiB; 25 KiB), in place of row groups; not
+  // ResNet's 64 -> 64 (144 KiB of weight), nor 56x56 maps (a tile's output: 392 KiB).
+  Conv l4 = c12;
+  l4.C = l4.O = 512;
+  EXPECT_EQ(defaults(l4, avx512)["ic_outer"], 1);
+  EXPECT_EQ(defaults(pw, avx512)["ic_outer"], 1);
+  EXPECT_EQ(defaults(pw, avx512)["oh_group"], 0);
+  EXPECT_EQ(defaults(c12, avx512)["ic_outer"], 0);
+  EXPECT_EQ(defaults(c2, avx512)["ic_outer"], 0);
+  Conv wide = l4;
+  wide.H = wide.W = 56;
+  EXPECT_EQ(defaults(wide, avx512)["ic_outer"], 0);
+  // A 16 KiB L1 does not hold MobileNet's 25 KiB.
+  Target small_l1 = avx512;
+  small_l1.l1d_bytes = 16 << 10;
+  EXPECT_EQ(defaults(pw, small_l1)["ic_outer"], 0);
+  EXPECT_EQ(defaults(l4, small_l1)["ic_outer"], 1);
+  EXPECT_EQ(defaults(l4, cores16)["ic_outer"], 0);
 }
 
 // The micro-kernel: broadcast FMAs from memory, no gathers.

@@ -422,7 +422,27 @@ TEST(Winograd, PreferRule) {
   EXPECT_FALSE(prefer_winograd(512, 512, 4, 4, 3, 3, 1, 1, 1, 1, t));
   // Few tiles, but the transformed weight fits in L2 (DQN's 7x7 64 -> 64).
   EXPECT_TRUE(prefer_winograd(64, 64, 7, 7, 3, 3, 1, 1, 1, 1, t));
-  EXPECT_TRUE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, t));
+}
+
+// At batch 1 a transformed weight past L2 is streamed from memory: Winograd only where the FLOPs
+// it saves per extra byte exceed the machine's balance (its FLOPs per cycle over the bytes per
+// cycle a core streams). ResNet's layer 4 (7x7, 512 channels, F(2x2): 13 FLOPs per byte) is direct
+// on a core with two 512-bit FMA pipes (64 FLOPs per cycle) and Winograd on Zen 4 (one 512-bit
+// pipe) and AVX2 (32); layer 3 (14x14, 256, F(4x4): 22 per byte) is Winograd on all three.
+TEST(Winograd, PreferRuleWeighsWeightTraffic) {
+  Target zen5 = Target::parse("llvm -mcpu=znver5 -vector-bits=512");
+  Target zen4 = Target::parse("llvm -mcpu=znver4 -vector-bits=512");
+  Target zen3 = Target::parse("llvm -mcpu=znver3 -vector-bits=256");
+  ASSERT_EQ(winograd_tile(512, 512, 7, 7, zen5), 2);
+  EXPECT_FALSE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, zen5));
+  EXPECT_TRUE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, zen4));
+  EXPECT_TRUE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, zen3));
+  for (const Target& t : {zen5, zen4, zen3}) {
+    ASSERT_EQ(winograd_tile(256, 256, 14, 14, t), 4) << t.mcpu;
+    EXPECT_TRUE(prefer_winograd(256, 256, 14, 14, 3, 3, 1, 1, 1, 1, t)) << t.mcpu;
+  }
+  // A weight within L2 is not streamed: layer 4's shape with 64 channels stays Winograd.
+  EXPECT_TRUE(prefer_winograd(64, 64, 7, 7, 3, 3, 1, 1, 1, 1, zen5));
 }
 
 TEST(Winograd, Errors) {

@@ -44,8 +44,8 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& opti
 
 std::pair<std::string, std::string> parse_binding(const std::string& text,
                                                   const std::string& option,
-                                                  const std::string& expected) {
-  size_t eq = text.rfind('=');
+                                                  const std::string& expected, Split split) {
+  size_t eq = split == Split::kAtLast ? text.rfind('=') : text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     usage_error(option + ": '" + text + "' is not of the form " + expected);
   return {text.substr(0, eq), text.substr(eq + 1)};

@@ -54,12 +54,14 @@ auto with_exit_code(ExitCode code, const std::string& context, F&& fn) -> declty
 // scalar) is allowed. Throws CliError(kUsage) naming `option` and the text.
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& option);
 
-// "NAME=VALUE" -> {NAME, VALUE}; splits at the last '=' (ONNX names may hold '='; file names and
-// dims rarely do). Both sides non-empty. Throws CliError(kUsage) naming `option` and `expected`
-// (e.g. "NAME=FILE.npy").
+// "NAME=VALUE" -> {NAME, VALUE}; by default splits at the last '=' (ONNX names may hold '='; file
+// names and dims rarely do), a command (whose words may hold '=', as env's do) at the first. Both
+// sides non-empty. Throws CliError(kUsage) naming `option` and `expected` (e.g. "NAME=FILE.npy").
+enum class Split { kAtLast, kAtFirst };
 std::pair<std::string, std::string> parse_binding(const std::string& text,
                                                   const std::string& option,
-                                                  const std::string& expected);
+                                                  const std::string& expected,
+                                                  Split split = Split::kAtLast);
 
 // "--input-shape" values: "data=1x3x224x224" -> {"data", {1, 3, 224, 224}}.
 std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::string& text);

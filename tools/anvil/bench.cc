@@ -74,7 +74,7 @@ std::map<std::string, std::vector<std::string>> worker_commands(const BenchOptio
       {"torch_cuda_graph", {python, torch_worker, "--mode", "cuda_graph"}},
   };
   for (const std::string& text : o.workers) {
-    auto [name, command] = parse_binding(text, "--worker", "NAME=COMMAND");
+    auto [name, command] = parse_binding(text, "--worker", "NAME=COMMAND", Split::kAtFirst);
     commands[name] = split_words(command);
     if (commands[name].empty()) usage_error("--worker " + text + ": the command is empty");
   }
