@@ -255,6 +255,28 @@ ResizeSpec resize_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   return s;
 }
 
+// Each output row vectorized along W (only the W coordinates' arithmetic per lane); the separable
+// linear form's row stage (a two-tap reduction at the root) likewise, its rows in parallel.
+void schedule_resize_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                         const Target& target) {
+  for (const te::Tensor& o : outs) schedule_injective_rows_x86(s, o, target);
+  for (const te::Tensor& t : te::topological_order(outs)) {
+    if (!t.is_compute() || t->reduce_axis.size() != 1 || shape_of(t).size() != 4) continue;
+    te::Stage st = s[t];
+    std::vector<IterVar> ax = st.axis();
+    IterVar tap = st.reduce_axis()[0];
+    IterVar rows = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
+    st.parallel(rows);
+    const int64_t lanes = target.vector_lanes_f32();
+    if (shape_of(t)[3] >= lanes) {
+      auto [wo, wi] = st.split(ax[3], lanes);
+      st.reorder({rows, wo, tap, wi});
+      st.vectorize(wi);
+    }
+    st.unroll(tap);
+  }
+}
+
 // The nearest source index of output index x, clamped (integer arithmetic, exact).
 Expr nearest_index(const AxisMap& m, const std::string& mode, Expr x) {
   Expr num = x * static_cast<int>(m.a) + static_cast<int>(m.b);
@@ -310,27 +332,57 @@ void register_resize() {
         ResizeSpec s = resize_spec(shape_of(x), attrs);
         ANVIL_CHECK(s.mode != "cubic", name, ": mode 'cubic' has no compiled form (input ",
                     to_string(type_of(x)), "): run the model with the reference interpreter");
+        // Linear: the two neighbours floor(v) and floor(v) + 1, clamped (edge), weighted by the
+        // fraction of v.
+        auto neighbours = [](const AxisMap& m, Expr o) {
+          Expr num = o * static_cast<int>(m.a) + static_cast<int>(m.b);
+          Expr i0 = floordiv(num, static_cast<int>(m.d));
+          Expr frac =
+              cast(DataType::Float32(), num - i0 * static_cast<int>(m.d)) / static_cast<float>(m.d);
+          return std::tuple<Expr, Expr, Expr>{clamp_index(i0, m.in), clamp_index(i0 + 1, m.in),
+                                              frac};
+        };
+        if (s.mode == "linear" && s.h.in > s.shape[2]) {
+          // Fewer output rows than input rows: the separable form would interpolate rows no
+          // output reads; the four taps directly.
+          return std::vector<te::Tensor>{te::compute(
+              to_exprs(s.shape),
+              [&](Var n, Var c, Var h, Var w) {
+                auto [h0, h1, fh] = neighbours(s.h, h);
+                auto [w0, w1, fw] = neighbours(s.w, w);
+                Expr top = x(n, c, h0, w0) * (1.0f - fw) + x(n, c, h0, w1) * fw;
+                Expr bottom = x(n, c, h1, w0) * (1.0f - fw) + x(n, c, h1, w1) * fw;
+                return top * (1.0f - fh) + bottom * fh;
+              },
+              name)};
+        }
+        if (s.mode == "nearest") {
+          return std::vector<te::Tensor>{te::compute(
+              to_exprs(s.shape),
+              [&](Var n, Var c, Var h, Var w) {
+                return x(n, c, nearest_index(s.h, s.nearest, h), nearest_index(s.w, s.nearest, w));
+              },
+              name)};
+        }
+        // Separable: each input row interpolated along W first (a two-tap reduction, so that a
+        // fused group keeps it as a stage: H_in rows instead of one per output row), then each
+        // output row a blend of two of those rows, read contiguously.
+        std::vector<int64_t> rows_shape = {s.shape[0], s.shape[1], s.h.in, s.shape[3]};
+        te::Tensor rows = te::compute(
+            to_exprs(rows_shape),
+            [&](Var n, Var c, Var h, Var w) {
+              auto [w0, w1, fw] = neighbours(s.w, w);
+              IterVar tap = te::reduce_axis(0, 2, "tap");
+              Expr first = tap->var == 0;
+              return te::sum(x(n, c, h, select(first, w0, w1)) * select(first, 1.0f - fw, fw),
+                             {tap});
+            },
+            name + ".rows");
         return std::vector<te::Tensor>{te::compute(
             to_exprs(s.shape),
             [&](Var n, Var c, Var h, Var w) {
-              if (s.mode == "nearest") {
-                return x(n, c, nearest_index(s.h, s.nearest, h), nearest_index(s.w, s.nearest, w));
-              }
-              // Linear: the two neighbours floor(v) and floor(v) + 1, clamped (edge), weighted
-              // by the fraction of v.
-              auto neighbours = [](const AxisMap& m, Expr o) {
-                Expr num = o * static_cast<int>(m.a) + static_cast<int>(m.b);
-                Expr i0 = floordiv(num, static_cast<int>(m.d));
-                Expr frac = cast(DataType::Float32(), num - i0 * static_cast<int>(m.d)) /
-                            static_cast<float>(m.d);
-                return std::tuple<Expr, Expr, Expr>{clamp_index(i0, m.in),
-                                                    clamp_index(i0 + 1, m.in), frac};
-              };
               auto [h0, h1, fh] = neighbours(s.h, h);
-              auto [w0, w1, fw] = neighbours(s.w, w);
-              Expr top = x(n, c, h0, w0) * (1.0f - fw) + x(n, c, h0, w1) * fw;
-              Expr bottom = x(n, c, h1, w0) * (1.0f - fw) + x(n, c, h1, w1) * fw;
-              return top * (1.0f - fh) + bottom * fh;
+              return rows(n, c, h0, w) * (1.0f - fh) + rows(n, c, h1, w) * fh;
             },
             name)};
       },
@@ -447,7 +499,8 @@ void register_resize() {
           }
         }
         return std::vector<runtime::NDArray>{out};
-      });
+      },
+      schedule_resize_x86);
 }
 
 }  // namespace anvil::ops::transform_detail

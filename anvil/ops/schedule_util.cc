@@ -22,4 +22,22 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target
   if (total >= 16 * lanes * 2) stage.parallel(outer);
 }
 
+void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+  std::vector<int64_t> shape = shape_of(out);
+  int64_t lanes = target.vector_lanes_f32();
+  if (shape.size() < 2 || shape.back() < lanes) return schedule_injective_x86(s, out, target);
+  te::Stage stage = s[out];
+  std::vector<ir::IterVar> axes = stage.axis();
+  int64_t rows = 1;
+  ir::IterVar fused = axes[0];
+  for (size_t i = 0; i + 1 < axes.size(); ++i) {
+    rows *= shape[i];
+    if (i > 0) fused = stage.fuse(fused, axes[i]);
+  }
+  auto [outer, inner] = stage.split(axes.back(), lanes);
+  stage.vectorize(inner);
+  // The same threshold as the flat form: at least 32 vectors of work.
+  if (rows * shape.back() >= 32 * lanes && rows > 1) stage.parallel(fused);
+}
+
 }  // namespace anvil::ops

@@ -162,10 +162,13 @@ using ComputeFn =
     std::function<std::vector<te::Tensor>(const std::vector<te::Tensor>&, const Attrs&)>;
 using RefFn = std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&,
                                                           const Attrs&)>;
+using TransformScheduleFn =
+    std::function<void(te::Schedule&, const std::vector<te::Tensor>&, const Target&)>;
 
-// `attrs`: the op's attribute schema (OpDef::attrs).
+// `attrs`: the op's attribute schema (OpDef::attrs). `schedule`: the op's x86 schedule when the
+// injective default does not fit (resize).
 inline void register_transform(const std::string& name, std::vector<AttrSpec> attrs, InferFn infer,
-                               ComputeFn compute, RefFn ref) {
+                               ComputeFn compute, RefFn ref, TransformScheduleFn schedule = {}) {
   OpDef def;
   def.name = name;
   def.pattern = Pattern::kInjective;
@@ -185,8 +188,9 @@ inline void register_transform(const std::string& name, std::vector<AttrSpec> at
   };
   def.infer = std::move(infer);
   def.reference = std::move(ref);
-  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
-                        const Config&) {
+  def.schedule_x86 = [schedule](te::Schedule& s, const std::vector<te::Tensor>& outs,
+                                const Target& t, const Config&) {
+    if (schedule) return schedule(s, outs, t);
     for (const te::Tensor& o : outs) schedule_injective_x86(s, o, t);
   };
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {

@@ -853,8 +853,7 @@ bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, 
   // FLOPs saved per byte of extra weight, against FLOPs per cycle per streamed byte per cycle.
   const double saved = 2.0 * static_cast<double>(9 * height * width - a * a * tiles);
   const double extra_bytes = 4.0 * static_cast<double>(a * a - 9);
-  const double flops_per_cycle =
-      2.0 * target.vector_lanes_f32() * std::max(1, target.fma_units);
+  const double flops_per_cycle = 2.0 * target.vector_lanes_f32() * std::max(1, target.fma_units);
   return saved / extra_bytes >= flops_per_cycle / kStreamBytesPerCycle;
 }
 

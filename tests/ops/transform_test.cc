@@ -465,6 +465,9 @@ TEST(Transform, ResizeAllModes) {
       {{1, 2, 4, 6}, {}, {1.0, 1.0, 1.5, 0.5}},           // scales
       {{1, 1, 9, 5}, {}, {1.0, 1.0, 1.0 / 3.0, 3.0}},     // scales down by 3, up by 3
       {{1, 2, 5, 5}, {}, {1.0, 1.0, 0.6000000238, 2.5}},  // a float32 scale
+      // Rows of at least a vector: the innermost axis vectorized, with a tail.
+      {{1, 2, 5, 7}, {9, 37}, {}},
+      {{1, 3, 4, 3}, {}, {1.0, 1.0, 4.0, 8.0}},  // up by 8 (24 columns)
   };
   for (const Case& c : cases) {
     for (const char* coord : coords) {

@@ -62,9 +62,9 @@ TEST(CliArgs, ParsesBindings) {
             (std::pair<std::string, std::string>{"x", "in.npy"}));
   EXPECT_EQ(parse_binding("a=b=c.npy", "--input", "NAME=FILE").first, "a=b");
   // A worker's command may set variables through env: it splits at the first '='.
-  EXPECT_EQ(parse_binding("w=env A=1 anvil bench-worker", "--worker", "NAME=COMMAND",
-                          Split::kAtFirst),
-            (std::pair<std::string, std::string>{"w", "env A=1 anvil bench-worker"}));
+  EXPECT_EQ(
+      parse_binding("w=env A=1 anvil bench-worker", "--worker", "NAME=COMMAND", Split::kAtFirst),
+      (std::pair<std::string, std::string>{"w", "env A=1 anvil bench-worker"}));
   for (const char* bad : {"x", "=in.npy", "x=", ""}) {
     std::string m = usage_message([&] { parse_binding(bad, "--input", "NAME=FILE.npy"); });
     EXPECT_NE(m.find(std::string("--input: '") + bad + "' is not of the form NAME=FILE.npy"),
