@@ -5,7 +5,12 @@
 
 namespace anvil::ops {
 
-void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+namespace {
+
+// Every loop fused into one, split by the vector width. Rule: vectorize by the register width
+// when there are at least two vectors of work; hand the threads chunks of at least 16 vectors, so
+// a parallel loop never costs more than it saves.
+void schedule_flat_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
   te::Stage stage = s[out];
   std::vector<ir::IterVar> axes = stage.axis();
   if (axes.empty()) return;
@@ -13,8 +18,6 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target
   for (int64_t d : shape_of(out)) total *= d;
   ir::IterVar fused = axes[0];
   for (size_t i = 1; i < axes.size(); ++i) fused = stage.fuse(fused, axes[i]);
-  // Rule: vectorize by the register width when there are at least two vectors of work; hand the
-  // threads chunks of at least 16 vectors, so a parallel loop never costs more than it saves.
   int64_t lanes = target.vector_lanes_f32();
   if (total < 2 * lanes) return;
   auto [outer, inner] = stage.split(fused, lanes);
@@ -22,10 +25,25 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target
   if (total >= 16 * lanes * 2) stage.parallel(outer);
 }
 
+}  // namespace
+
+void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+  // The row form for rows of whole vectors, or rows long enough that a tail wastes little: a
+  // flat index vectorized becomes a ramp that every axis then divides and takes the remainder of
+  // (lane by lane, when the simplifier cannot undo the flattening: ConvNeXt's GELU over
+  // [1, 56, 56, 384] ran as gathers and scatters at 2 GFLOP/s).
+  std::vector<int64_t> shape = shape_of(out);
+  int64_t lanes = target.vector_lanes_f32();
+  if (shape.size() >= 2 && shape.back() >= lanes &&
+      (shape.back() % lanes == 0 || shape.back() >= 4 * lanes))
+    return schedule_injective_rows_x86(s, out, target);
+  schedule_flat_x86(s, out, target);
+}
+
 void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
   std::vector<int64_t> shape = shape_of(out);
   int64_t lanes = target.vector_lanes_f32();
-  if (shape.size() < 2 || shape.back() < lanes) return schedule_injective_x86(s, out, target);
+  if (shape.size() < 2 || shape.back() < lanes) return schedule_flat_x86(s, out, target);
   te::Stage stage = s[out];
   std::vector<ir::IterVar> axes = stage.axis();
   int64_t rows = 1;
@@ -36,8 +54,8 @@ void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const T
   }
   auto [outer, inner] = stage.split(axes.back(), lanes);
   stage.vectorize(inner);
-  // The same threshold as the flat form: at least 32 vectors of work.
-  if (rows * shape.back() >= 32 * lanes && rows > 1) stage.parallel(fused);
+  // The flat form's threshold: at least 32 vectors of work (one row: its vectors in parallel).
+  if (rows * shape.back() >= 32 * lanes) stage.parallel(rows > 1 ? fused : outer);
 }
 
 }  // namespace anvil::ops

@@ -13,7 +13,9 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <sstream>
 
+#include "anvil/lower/lower.h"
 #include "ops_testing.h"
 #include "testing/errors.h"
 #include "testing/kernel_args.h"
@@ -326,6 +328,37 @@ TEST(Elementwise, Cast) {
   std::vector<int32_t> wrapped = testing::read<int32_t>(
       lookup("cast").reference(opt.inputs, Attrs("cast", {{"to", std::string("int32")}}))[0]);
   EXPECT_EQ(wrapped, (std::vector<int32_t>{5, -3, -1, -1}));
+}
+
+// The injective schedule's row form: rows of whole vectors (or at least four: a tail) are
+// vectorized along their innermost axis alone, so no lane divides the flat index per axis (which
+// the simplifier cannot always undo: gathers and scatters); shorter rows keep the flat form.
+TEST(Elementwise, InjectiveRowsNeedNoLaneDivisions) {
+  Target avx512 = Target::parse("llvm -vector-bits=512");
+  auto lowered = [&](const std::vector<Shape>& shapes) {
+    std::vector<te::Tensor> ins;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      ins.push_back(te::placeholder(to_exprs(shapes[i]), f32, "in" + std::to_string(i)));
+    te::Tensor out = lookup("add").compute(ins, Attrs("add", {}))[0];
+    te::Schedule s({out});
+    lookup("add").schedule_x86(s, {out}, avx512, {});
+    std::vector<te::Tensor> args = ins;
+    args.push_back(out);
+    std::ostringstream os;
+    os << lower(s, args, "k").body;
+    return os.str();
+  };
+  for (const std::vector<Shape>& shapes : std::vector<std::vector<Shape>>{
+           {{1, 6, 7, 48}, {48}}, {{2, 3, 70}, {2, 3, 70}}, {{1, 5, 5, 64}, {1, 5, 1, 1}}}) {
+    std::string ir = lowered(shapes);
+    EXPECT_EQ(ir.find("floordiv(ramp"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("floormod(ramp"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("ramp("), std::string::npos) << ir;
+    check_op("add", {{shapes[0], f32}, {shapes[1], f32}}, Attrs("add", {}));
+  }
+  // A 7-column row (NCHW at 7x7) stays flat: one loop over all of it.
+  std::string flat = lowered({{1, 8, 7, 7}, {1, 8, 7, 7}});
+  EXPECT_NE(flat.find("i.j.fused.k.fused.l.fused.outer"), std::string::npos) << flat;
 }
 
 TEST(Elementwise, AllInjective) {
