@@ -66,10 +66,6 @@ using namespace ir;
 namespace {
 
 const char* kPack = "conv2d_winograd_nchwc_pack_weight";
-
-// The bytes per cycle one core streams from memory while the others share it: about 12 GB/s at
-// 4 GHz. Not detectable; servers' per-core shares of DRAM bandwidth sit around this figure.
-constexpr double kStreamBytesPerCycle = 3.0;
 const char* kConv = "conv2d_winograd_nchwc";
 const char* kConvNchw = "conv2d_winograd";
 
@@ -833,7 +829,7 @@ void register_winograd_ops() {
 // weight larger than L2 comes from L3 or memory, a^2 C O floats against the direct convolution's
 // 9 C O. It saves 2 C O (9 P - a^2 T) FLOPs (P output positions, T tiles) for 4 C O (a^2 - 9)
 // more bytes: worth it when that ratio exceeds the machine's balance, its FLOPs per cycle over
-// the bytes per cycle one core streams from memory while others share it (kStreamBytesPerCycle).
+// the bytes per cycle one core streams from memory while others share it (Target).
 // In ResNet-18 on a Zen 5 host (64 FLOPs per cycle: balance 21) layer 4's F(2x2) (7x7 maps, 512
 // channels: 13 FLOPs per byte) took 2.0-2.2 ms per layer against the direct convolution's 1.6,
 // layer 3's F(4x4) (14x14, 256: 22 per byte) 1.2-1.3 ms, no slower than direct; on Zen 4 and
@@ -850,11 +846,10 @@ bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, 
   const int64_t a = m + 2;
   const int64_t tiles = ((height + m - 1) / m) * ((width + m - 1) / m);
   if (a * a * channels_in * channels_out * 4 <= target.l2_bytes) return true;
-  // FLOPs saved per byte of extra weight, against FLOPs per cycle per streamed byte per cycle.
+  // FLOPs saved per byte of extra weight, against the machine's balance.
   const double saved = 2.0 * static_cast<double>(9 * height * width - a * a * tiles);
   const double extra_bytes = 4.0 * static_cast<double>(a * a - 9);
-  const double flops_per_cycle = 2.0 * target.vector_lanes_f32() * std::max(1, target.fma_units);
-  return saved / extra_bytes >= flops_per_cycle / kStreamBytesPerCycle;
+  return saved / extra_bytes >= target.flops_per_cycle() / target.memory_bytes_per_cycle();
 }
 
 }  // namespace anvil::ops

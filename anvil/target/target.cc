@@ -373,7 +373,10 @@ std::string Target::describe() const {
     os << "vector width: not given (-vector-bits; the rules assume " << vector_lanes_f32()
        << " float lanes)\n";
   os << "vector registers: " << vector_registers << "\n";
-  os << "FMA units: " << fma_units << "\n";
+  os << "FMA units: " << fma_units << " (" << flops_per_cycle() << " FLOPs per cycle)\n";
+  os << "machine balance: " << flops_per_cycle() / memory_bytes_per_cycle()
+     << " FLOPs per byte streamed (assuming " << memory_bytes_per_cycle()
+     << " bytes per cycle from memory)\n";
   os << "cache line: " << bytes(cache_line_bytes) << "\n";
   os << "L1d per core: " << bytes(l1d_bytes) << ", " << l1d_ways << "-way\n";
   os << "L2 per core: " << bytes(l2_bytes) << "\n";

@@ -5,6 +5,7 @@
 // machine: nothing in anvil/ops/ states a cache size or a register count.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,6 +61,13 @@ struct Target {
   int vector_lanes_f32() const { return vector_bits > 0 ? vector_bits / 32 : 8; }
   // Bytes of L1 that map to one set (a "way"): accesses this far apart compete for the same set.
   int64_t l1d_way_bytes() const { return l1d_ways > 0 ? l1d_bytes / l1d_ways : 4096; }
+  // FP32 FLOPs one core issues per cycle: a fused multiply-add per lane per FMA pipe.
+  double flops_per_cycle() const { return 2.0 * vector_lanes_f32() * std::max(1, fma_units); }
+  // The bytes per cycle one core streams from memory while the others share it: an assumption
+  // (no CPU reports it), about 12 GB/s at 4 GHz, the per-core share of a server's DRAM
+  // bandwidth. With flops_per_cycle it is the machine's balance, what a weight streamed at
+  // batch 1 must repay per byte (Winograd's rule).
+  double memory_bytes_per_cycle() const { return 3.0; }
   // The FP32 peak of one core in GFLOP/s: measured on the host (target/peak.h, once per process);
   // 0 for any other machine, whose clock is unknown.
   double peak_gflops_per_core() const;
