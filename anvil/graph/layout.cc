@@ -34,13 +34,23 @@
 //     here), and blocked inputs that broadcast over N, H and W (squeeze-and-excitation).
 //   * A channel concat whose first input is blocked runs blocked, each input written to its
 //     slice of blocks (all but the last fill whole blocks).
+//   * Otherwise a channel concat of a blocked value, a channel slice of one, and a channel shuffle
+//     (reshape to [N, g, C/g, H, W], transpose [0, 2, 1, 3, 4], reshape back) run as
+//     select_channels_nchwc (anvil/ops/select_channels.h), each input in its own block; a
+//     selection read by nothing else is folded into its reader.
+//   * reduce_mean and reduce_max over H and W of a blocked value run as its global pool.
 //   * A pad of the spatial axes runs on the blocked form.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
 
+#include <algorithm>
+#include <map>
+#include <optional>
+
 #include "anvil/graph/passes.h"
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/recurrent_dense.h"
+#include "anvil/ops/select_channels.h"
 #include "anvil/ops/window.h"
 #include "anvil/ops/winograd.h"
 #include "anvil/support/error.h"
@@ -69,15 +79,22 @@ std::string layout_name(int64_t block) {
 class LayoutRewriter {
  public:
   LayoutRewriter(const Graph& g, const Target& target)
-      : g_(g), target_(target), rw_(g), nchw_(g.num_values(), -1), blocked_(g.num_values()) {
+      : g_(g),
+        target_(target),
+        rw_(g),
+        nchw_(g.num_values(), -1),
+        blocked_(g.num_values()),
+        users_(g.users()),
+        handled_(g.num_nodes(), false) {
     for (ValueId v : g.inputs()) nchw_[v] = rw_.map(v);
   }
 
   Graph run() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
-      if (try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) || try_elementwise(n) ||
-          try_concat(n) || try_pad(n) || try_pool(n))
+      if (handled_[id] || try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) ||
+          try_elementwise(n) || try_select(n) || try_concat(n) || try_pad(n) || try_pool(n) ||
+          try_global_reduce(n))
         continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
@@ -416,6 +433,115 @@ class LayoutRewriter {
 
   // A pad of the spatial axes of a blocked value pads the blocked form's spatial axes (Inception's
   // average pools with padding, which PyTorch exports as a pad before the pool).
+  // The only node reading old value v, when v is not a graph output; else -1.
+  NodeId sole_user(ValueId v) const {
+    const std::vector<NodeId>& u = users_[v];
+    if (u.size() != 1) return -1;
+    for (ValueId o : g_.outputs())
+      if (o == v) return -1;
+    return u[0];
+  }
+
+  // Channel concats that try_concat leaves (inputs not filling whole blocks), channel slices and
+  // channel shuffles (reshape [N, C, H, W] -> [N, g, C/g, H, W], transpose [0, 2, 1, 3, 4],
+  // reshape back) of blocked values run blocked as select_channels_nchwc (ShuffleNet's split,
+  // concat and shuffle), folded into the selections they read.
+  bool try_select(const Node& n) {
+    if (n.outputs.size() != 1 || n.inputs.empty()) return false;
+    const Value& x = g_.value(n.inputs[0]);
+    if (x.type.shape.size() != 4 || x.type.dtype != ir::DataType::Float32()) return false;
+    if (n.op == "concat") {
+      int64_t axis = n.attrs.get_int("axis");
+      if (axis != 1 && axis != -3) return false;
+      bool any = false;
+      std::vector<int64_t> channels;
+      for (ValueId v : n.inputs) {
+        any = any || blocked_[v].value >= 0;
+        channels.push_back(g_.value(v).type.shape[1]);
+      }
+      // Inputs in one block, all but the last filling whole blocks, are try_concat's
+      // (contiguous vectors, no conversion), unless one is a selection to fold.
+      bool aligned = true, foldable = false;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const Blocked& b = blocked_[n.inputs[k]];
+        aligned = aligned && b.value >= 0 && b.block == blocked_[n.inputs[0]].block &&
+                  (k + 1 == n.inputs.size() || channels[k] % b.block == 0);
+        foldable =
+            foldable || (b.value >= 0 && selections_.count(b.value) && sole_user(n.inputs[k]) >= 0);
+      }
+      if (!any || (aligned && !foldable)) return false;
+      std::vector<ValueId> ins;
+      for (ValueId v : n.inputs) {
+        const Blocked& b = blocked_[v];
+        int64_t c = g_.value(v).type.shape[1];
+        ins.push_back(b.value >= 0 ? b.value : blocked(v, ops::nchwc_block(c, target_)));
+      }
+      select(n, n.outputs[0], ins, ops::concat_runs(channels));
+      return true;
+    }
+    const Blocked& b = blocked_[n.inputs[0]];
+    if (b.value < 0) return false;
+    if (n.op == "slice") {
+      std::optional<ops::ChannelRun> run = ops::slice_run(x.type.shape, n.attrs);
+      if (!run) return false;
+      select(n, n.outputs[0], {b.value}, {*run});
+      return true;
+    }
+    // The shuffle: three nodes, each the sole reader of the one before.
+    if (n.op != "reshape") return false;
+    const std::vector<int64_t>& xs = x.type.shape;
+    const std::vector<int64_t>& split = g_.value(n.outputs[0]).type.shape;
+    if (split.size() != 5 || split[0] != xs[0] || split[1] * split[2] != xs[1] ||
+        split[3] != xs[2] || split[4] != xs[3])
+      return false;
+    NodeId t = sole_user(n.outputs[0]);
+    if (t < 0 || g_.node(t).op != "transpose" ||
+        g_.node(t).attrs.get_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4})
+      return false;
+    NodeId back = sole_user(g_.node(t).outputs[0]);
+    if (back < 0 || g_.node(back).op != "reshape" ||
+        g_.value(g_.node(back).outputs[0]).type.shape != xs)
+      return false;
+    handled_[t] = handled_[back] = true;
+    select(n, g_.node(back).outputs[0], {b.value}, ops::shuffle_runs(xs[1], split[1]));
+    return true;
+  }
+
+  // Old value `old` as select_channels_nchwc over new values `ins`. A selection it reads that
+  // nothing else reads is folded in (its own inputs read directly: one kernel instead of two); one
+  // that others read too is read as it is (folding would add its runs, each a gather per vector,
+  // to every reader, and runs would multiply along ShuffleNet's chain of blocks). Inputs no run
+  // reads are dropped.
+  void select(const Node& n, ValueId old, std::vector<ValueId> ins,
+              std::vector<ops::ChannelRun> runs) {
+    for (size_t k = 0; k < ins.size(); ++k) {
+      auto it = selections_.find(ins[k]);
+      if (it == selections_.end() || sole_user(it->second.old) < 0) continue;
+      std::optional<std::vector<ops::ChannelRun>> folded = ops::compose_runs(
+          runs, static_cast<int64_t>(k), it->second.runs, static_cast<int64_t>(ins.size()));
+      if (!folded) continue;
+      runs = *folded;
+      ins.insert(ins.end(), it->second.inputs.begin(), it->second.inputs.end());
+    }
+    std::vector<ValueId> used;
+    std::vector<int64_t> index(ins.size(), -1);
+    for (ops::ChannelRun& r : runs) {
+      size_t k = static_cast<size_t>(r.input);
+      if (index[k] < 0) {
+        index[k] = static_cast<int64_t>(used.size());
+        used.push_back(ins[k]);
+      }
+      r.input = index[k];
+    }
+    const Value& y = g_.value(old);
+    int64_t channels = y.type.shape[1], block = ops::nchwc_block(channels, target_);
+    std::string name = out().unique_name(y.name + "_" + layout_name(block));
+    ValueId v = out().add_node(out().unique_name(n.name), "select_channels_nchwc",
+                               ops::select_channels_attrs(runs, channels, block), used, {name})[0];
+    selections_[v] = {old, used, runs};
+    set_blocked(old, v, block, channels);
+  }
+
   bool try_pad(const Node& n) {
     if (n.op != "pad" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
     const Blocked& b = blocked_[n.inputs[0]];
@@ -447,11 +573,53 @@ class LayoutRewriter {
     return true;
   }
 
+  // reduce_mean or reduce_max over H and W of a blocked value is its global pool on the blocked
+  // form (a mean over [2, 3]: ShuffleNet's head, Keras' global pooling); with keepdims 0 the
+  // [N, C] result is the pool's NCHW form reshaped.
+  bool try_global_reduce(const Node& n) {
+    const char* pool = n.op == "reduce_mean"  ? "global_avg_pool2d_nchwc"
+                       : n.op == "reduce_max" ? "global_max_pool2d_nchwc"
+                                              : nullptr;
+    if (!pool || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const Blocked& b = blocked_[n.inputs[0]];
+    const Value& x = g_.value(n.inputs[0]);
+    if (b.value < 0 || x.type.shape.size() != 4 || x.type.dtype != ir::DataType::Float32())
+      return false;
+    std::vector<int64_t> axes = n.attrs.get_ints("axes");
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) return false;
+    const Value& y = g_.value(n.outputs[0]);
+    int64_t C = x.type.shape[1];
+    ValueId v = out().add(out().unique_name(n.name + "_" + layout_name(b.block)), pool,
+                          ops::Attrs(pool, {}), {b.value});
+    if (n.attrs.get_int("keepdims") == 1) {
+      set_blocked(n.outputs[0], v, b.block, C);
+      return true;
+    }
+    ops::Attrs to_nchw("layout_transform", {{"src_layout", layout_name(b.block)},
+                                            {"dst_layout", std::string("NCHW")},
+                                            {"channels", C}});
+    v = out().add(out().unique_name(n.name + "_to_nchw"), "layout_transform", to_nchw, {v});
+    set_nchw(n.outputs[0], out().add_node(out().unique_name(n.name), "reshape",
+                                          ops::Attrs("reshape", {{"shape", y.type.shape}}), {v},
+                                          {out().unique_name(y.name)})[0]);
+    return true;
+  }
+
   const Graph& g_;
   const Target& target_;
   GraphRewriter rw_;
   std::vector<ValueId> nchw_;
   std::vector<Blocked> blocked_;
+  std::vector<std::vector<NodeId>> users_;  // of the old graph's values
+  std::vector<bool> handled_;               // old nodes a pattern already rewrote
+  struct Selection {
+    ValueId old;  // the old value it computes
+    std::vector<ValueId> inputs;
+    std::vector<ops::ChannelRun> runs;
+  };
+  std::map<ValueId, Selection> selections_;  // the select_channels_nchwc nodes made, by output
 };
 
 // A float32 NCHW conv2d with a constant weight that ops::prefer_winograd_gpu picks.

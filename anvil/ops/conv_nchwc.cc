@@ -34,18 +34,24 @@
 
 namespace anvil::ops {
 
-// The vector width when it divides the channels, or when padding to it adds at most 1/32 of the
-// channels (a classifier's 1000 as 1008: whole vectors for 0.8% more work, where blocks of 8
-// would halve every vector); else the largest power of two (at least 4) that divides them, so a
-// tensor is not padded when a smaller block fits exactly (72 channels: 8); else the channel
-// count when it is below a vector (3: an RGB input); else the vector width, padded.
+// The block that makes the layer's work cheapest, counted for the two roles a tensor's block
+// plays: the vector of its producer's output channels (padded channels computed, at the rate
+// vectors of that width retire on the target's FMA pipes) and the reduction step of its
+// consumers (padded channels read and multiplied, at the full rate). Blocks are powers of two
+// from 4 to the vector width, or the channel count itself below 4 (3: an RGB input, which would
+// otherwise triple a stem's reduction). On Zen 5 a block of 8 halves the rate, so 116 channels pad
+// to 128 in blocks of 16; on Zen 4 (two 256-bit pipes) blocks of 8 lose nothing, so they keep 120.
 int64_t nchwc_block(int64_t channels, const Target& target) {
-  int64_t lanes = target.vector_lanes_f32();
-  if (channels >= lanes && (nchwc_channels(channels, lanes) - channels) * 32 <= channels)
-    return lanes;
+  const int64_t lanes = target.vector_lanes_f32();
+  const double full = target.fma_lanes_per_cycle(lanes);
+  auto cost = [&](int64_t b) {
+    double padded = static_cast<double>(nchwc_channels(channels, b));
+    return padded / target.fma_lanes_per_cycle(b) + padded / full;
+  };
+  int64_t best = channels < 4 ? channels : lanes;
   for (int64_t b = lanes; b >= 4; b /= 2)
-    if (channels % b == 0) return b;
-  return channels < lanes ? channels : lanes;
+    if (cost(b) < cost(best)) best = b;
+  return best;
 }
 
 namespace conv_nchwc_detail {

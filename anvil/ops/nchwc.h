@@ -34,10 +34,10 @@
 
 namespace anvil::ops {
 
-// The channel block of a tensor with `channels` channels on `target`: the vector width in floats
-// when it divides the channels, else the largest power of two below it that does (at least 4),
-// else the channel count itself when it is smaller than a vector (e.g. 3 for an RGB input), else
-// the vector width with the channels padded (see nchwc_channels).
+// The channel block of a tensor with `channels` channels on `target`: the power of two from 4
+// to the vector width (or the channel count itself, below 4) whose padded
+// channels cost the least at the rate the target's FMA pipes retire vectors of that width
+// (conv_nchwc.cc). Channels the block does not divide are padded (see nchwc_channels).
 int64_t nchwc_block(int64_t channels, const Target& target);
 // The channel count padded up to a multiple of `block`.
 inline int64_t nchwc_channels(int64_t channels, int64_t block) {

@@ -117,6 +117,10 @@ void register_layout_transform() {
           }
         }
         return std::vector<runtime::NDArray>{out};
+      },
+      // Into a block, from NCHW or another block: scalar copies (schedule_blocked_copy_x86).
+      [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target) {
+        for (const te::Tensor& out : outs) schedule_blocked_copy_x86(s, out, target);
       });
 }
 

@@ -58,4 +58,12 @@ void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const T
   if (rows * shape.back() >= 32 * lanes) stage.parallel(rows > 1 ? fused : outer);
 }
 
+void schedule_blocked_copy_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+  if (shape_of(out).size() != 5) return schedule_injective_x86(s, out, target);
+  te::Stage stage = s[out];
+  std::vector<ir::IterVar> axes = stage.axis();
+  stage.parallel(stage.fuse(stage.fuse(axes[0], axes[1]), axes[2]));
+  stage.unroll(axes[4]);
+}
+
 }  // namespace anvil::ops

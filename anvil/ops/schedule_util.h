@@ -19,4 +19,11 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out, const Target
 // rank below 2 or an innermost axis shorter than a vector.
 void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const Target& target);
 
+// For a copy into NCHW[x]c ([N, C/x, H, W, x]) whose channels come from scattered places (a
+// layout transform from NCHW, a channel shuffle): N, C/x and H fused and in parallel, W a loop,
+// the block's channels unrolled rather than vectorized. A vector of them would be a gather (one
+// cache line per lane from NCHW), several times slower than the scalar copies, whose per-channel
+// index arithmetic folds once unrolled.
+void schedule_blocked_copy_x86(te::Schedule& s, const te::Tensor& out, const Target& target);
+
 }  // namespace anvil::ops

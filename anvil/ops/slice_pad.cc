@@ -5,15 +5,7 @@
 
 namespace anvil::ops::transform_detail {
 
-namespace {
-
 // ---- slice
-
-// Per input dimension: the first index and the step of the selected elements, and the output
-// shape.
-struct SliceSpec {
-  std::vector<int64_t> start, step, shape;
-};
 
 SliceSpec slice_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   const std::string op = "slice";
@@ -56,8 +48,6 @@ SliceSpec slice_spec(const std::vector<int64_t>& in, const Attrs& attrs) {
   }
   return s;
 }
-
-}  // namespace
 
 void register_slice() {
   const std::string name = "slice";

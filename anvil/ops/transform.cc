@@ -624,6 +624,7 @@ void register_transform_ops() {
   register_repeat("expand", expand_shape, true);
   register_repeat("tile", tile_shape, false);
   register_layout_transform();
+  register_select_channels();
   register_resize();
 }
 

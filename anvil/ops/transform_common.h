@@ -206,8 +206,15 @@ inline std::vector<int64_t> host_shapes(const runtime::NDArray& a) {
 // Defined in resize_layout.cc.
 void register_layout_transform();
 void register_resize();
-// Defined in slice_pad.cc.
+// Defined in slice_pad.cc. Per input dimension: the first index and the step of the elements a
+// slice selects, and the output shape.
+struct SliceSpec {
+  std::vector<int64_t> start, step, shape;
+};
+SliceSpec slice_spec(const std::vector<int64_t>& in, const Attrs& attrs);
 void register_slice();
 void register_pad();
+// Defined in select_channels.cc.
+void register_select_channels();
 
 }  // namespace anvil::ops::transform_detail

@@ -154,6 +154,8 @@ Target host_machine() {
   t.vector_registers = 32;
 #endif
   t.fma_units = host_fma_units(t.vector_bits);
+  // One 512-bit unit made of two 256-bit pipes (host_fma_units).
+  if (t.fma_units == 1 && t.vector_bits >= 512) t.fma_pipe_bits = 256;
   HostCaches c = sysfs_caches();
   if (c.l1d.bytes == 0 || c.l2.bytes == 0) c = cpuid_caches();
   fill_caches(&t, c);
@@ -280,6 +282,11 @@ Target Target::parse(std::string_view text) {
       // A narrower width given by hand also means the narrower register file (AVX2's 16): the
       // rules were measured that way, and -mattr may take AVX-512 away.
       if (given_bits > 0 && given_bits != t.vector_bits) {
+        // Vectors no wider than a physical pipe use each pipe on its own (Zen 4 at 256 bits: 2).
+        if (t.fma_pipe_bits > 0 && given_bits <= t.fma_pipe_bits) {
+          t.fma_units *= t.vector_bits / t.fma_pipe_bits;
+          t.fma_pipe_bits = 0;
+        }
         t.vector_bits = given_bits;
 #if defined(__x86_64__) || defined(__i386__)
         t.vector_registers = given_bits >= 512 ? 32 : 16;
@@ -297,6 +304,7 @@ namespace {
 struct TableEntry {
   const char* mcpu;
   int vector_registers, fma_units;  // FMA pipes at the CPU's widest vector
+  int fma_pipe_bits;                // a physical pipe's width when narrower (Zen 4); else 0
   int64_t l1d_kib;
   int l1d_ways;
   int64_t l2_kib, l3_mib;  // L2 per core; L3 of one core complex or die
@@ -304,26 +312,26 @@ struct TableEntry {
 
 // Published figures per core (vendors' optimization manuals and product pages).
 constexpr TableEntry kMachines[] = {
-    {"haswell", 16, 2, 32, 8, 256, 8},
-    {"broadwell", 16, 2, 32, 8, 256, 8},
-    {"skylake", 16, 2, 32, 8, 256, 8},
-    {"skylake-avx512", 32, 2, 32, 8, 1024, 32},
-    {"cascadelake", 32, 2, 32, 8, 1024, 32},
-    {"icelake-server", 32, 2, 48, 12, 1280, 48},
-    {"sapphirerapids", 32, 2, 48, 12, 2048, 105},
-    {"emeraldrapids", 32, 2, 48, 12, 2048, 320},
-    {"alderlake", 16, 2, 48, 12, 1280, 30},
-    {"znver1", 16, 1, 32, 8, 512, 8},
-    {"znver2", 16, 2, 32, 8, 512, 16},
-    {"znver3", 16, 2, 32, 8, 512, 32},
-    {"znver4", 32, 1, 32, 8, 1024, 32},
-    {"znver5", 32, 2, 48, 12, 1024, 32},
-    {"neoverse-n1", 32, 2, 64, 4, 1024, 32},
-    {"neoverse-n2", 32, 2, 64, 4, 1024, 32},
-    {"neoverse-v1", 32, 4, 64, 4, 1024, 32},
-    {"cortex-a72", 32, 2, 32, 2, 512, 0},
-    {"cortex-a76", 32, 2, 64, 4, 512, 4},
-    {"apple-m1", 32, 4, 128, 8, 3072, 0},
+    {"haswell", 16, 2, 0, 32, 8, 256, 8},
+    {"broadwell", 16, 2, 0, 32, 8, 256, 8},
+    {"skylake", 16, 2, 0, 32, 8, 256, 8},
+    {"skylake-avx512", 32, 2, 0, 32, 8, 1024, 32},
+    {"cascadelake", 32, 2, 0, 32, 8, 1024, 32},
+    {"icelake-server", 32, 2, 0, 48, 12, 1280, 48},
+    {"sapphirerapids", 32, 2, 0, 48, 12, 2048, 105},
+    {"emeraldrapids", 32, 2, 0, 48, 12, 2048, 320},
+    {"alderlake", 16, 2, 0, 48, 12, 1280, 30},
+    {"znver1", 16, 1, 128, 32, 8, 512, 8},
+    {"znver2", 16, 2, 0, 32, 8, 512, 16},
+    {"znver3", 16, 2, 0, 32, 8, 512, 32},
+    {"znver4", 32, 1, 256, 32, 8, 1024, 32},
+    {"znver5", 32, 2, 0, 48, 12, 1024, 32},
+    {"neoverse-n1", 32, 2, 0, 64, 4, 1024, 32},
+    {"neoverse-n2", 32, 2, 0, 64, 4, 1024, 32},
+    {"neoverse-v1", 32, 4, 0, 64, 4, 1024, 32},
+    {"cortex-a72", 32, 2, 0, 32, 2, 512, 0},
+    {"cortex-a76", 32, 2, 0, 64, 4, 512, 4},
+    {"apple-m1", 32, 4, 0, 128, 8, 3072, 0},
 };
 
 }  // namespace
@@ -333,6 +341,7 @@ bool machine_table(const std::string& mcpu, Target* t) {
     if (mcpu != e.mcpu) continue;
     t->vector_registers = e.vector_registers;
     t->fma_units = e.fma_units;
+    t->fma_pipe_bits = e.fma_pipe_bits;
     t->cache_line_bytes = 64;
     t->l1d_bytes = e.l1d_kib << 10;
     t->l1d_ways = e.l1d_ways;
@@ -373,7 +382,9 @@ std::string Target::describe() const {
     os << "vector width: not given (-vector-bits; the rules assume " << vector_lanes_f32()
        << " float lanes)\n";
   os << "vector registers: " << vector_registers << "\n";
-  os << "FMA units: " << fma_units << " (" << flops_per_cycle() << " FLOPs per cycle)\n";
+  os << "FMA units: " << fma_units << " (" << flops_per_cycle() << " FLOPs per cycle)";
+  if (fma_pipe_bits > 0) os << ", " << fma_pipe_bits << "-bit pipes";
+  os << "\n";
   os << "machine balance: " << flops_per_cycle() / memory_bytes_per_cycle()
      << " FLOPs per byte streamed (assuming " << memory_bytes_per_cycle()
      << " bytes per cycle from memory)\n";
@@ -392,6 +403,13 @@ std::string Target::describe() const {
     os << "FP32 peak per core: unknown (not this host)\n";
   }
   return os.str();
+}
+
+double Target::fma_lanes_per_cycle(int64_t lanes) const {
+  const int64_t vector = vector_lanes_f32();
+  const int64_t pipe = fma_pipe_bits > 0 ? std::min<int64_t>(fma_pipe_bits / 32, vector) : vector;
+  const int64_t pipes = std::max(1, fma_units) * (vector / pipe);
+  return static_cast<double>(pipes * std::min(lanes, pipe));
 }
 
 Target Target::host() {

@@ -32,6 +32,8 @@ struct Target {
   int vector_registers = 0;  // architectural vector registers (16 AVX2, 32 AVX-512 and NEON)
   int fma_units = 0;         // vector FMA pipes per core, each vector_bits wide (Zen 4's 512-bit
                              // FMAs issue as two 256-bit halves: 1)
+  int fma_pipe_bits = 0;     // the width of one physical FMA pipe when narrower than vector_bits
+                             // (Zen 4: 256, two of them make its one 512-bit unit); 0: as wide
   int64_t cache_line_bytes = 0;
   int64_t l1d_bytes = 0;       // per core
   int l1d_ways = 0;            // associativity: l1d_bytes / l1d_ways bytes map to one set
@@ -63,6 +65,10 @@ struct Target {
   int64_t l1d_way_bytes() const { return l1d_ways > 0 ? l1d_bytes / l1d_ways : 4096; }
   // FP32 FLOPs one core issues per cycle: a fused multiply-add per lane per FMA pipe.
   double flops_per_cycle() const { return 2.0 * vector_lanes_f32() * std::max(1, fma_units); }
+  // The float lanes the FMA pipes retire per cycle with vectors of `lanes` floats: a vector
+  // narrower than a pipe leaves the rest of it idle, so on Zen 5 half vectors go at half the
+  // rate, while on Zen 4, whose 512-bit FMAs are two 256-bit halves, they lose nothing.
+  double fma_lanes_per_cycle(int64_t lanes) const;
   // The bytes per cycle one core streams from memory while the others share it: an assumption
   // (no CPU reports it), about 12 GB/s at 4 GHz, the per-core share of a server's DRAM
   // bandwidth. With flops_per_cycle it is the machine's balance, what a weight streamed at

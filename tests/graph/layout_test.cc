@@ -329,13 +329,12 @@ TEST(AlterLayout, ChannelConcatAndUnfoldedBatchNormStayBlocked) {
     Graph s = simplify_inference(g);
     EXPECT_EQ(count_op(s, "batch_norm"), 0) << s.str();
     Graph a = alter_layout(s, t);
-    // 12 channels are blocked by 4 in their convolution: one conversion to the concat's block
-    // (the last convolution reads the concat's block as it is).
-    EXPECT_EQ(transforms(a), std::make_pair(1, c2 == 16 ? 1 : 2)) << a.str();
+    // 12 channels pad to a block of 16, the concat's (the last convolution reads it as it is).
+    EXPECT_EQ(transforms(a), std::make_pair(1, 1)) << a.str();
     expect_same_outputs(g, a);
     expect_same_outputs(g, fold_constants(a));
   }
-  // 18 channels first: the second input would start inside a block.
+  // 18 channels first: the second input starts inside a block, so the concat is a selection.
   Graph g;
   ValueId x = g.add_input("x", {{1, 8, 6, 6}, f32});
   ValueId a1 = g.add("a1", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w1", {18, 8, 1, 1}, 1)});
@@ -344,9 +343,61 @@ TEST(AlterLayout, ChannelConcatAndUnfoldedBatchNormStayBlocked) {
   g.add_output(
       g.add("last", "conv2d", conv({0, 0, 0, 0}), {cat, param(g, "wl", {8, 34, 1, 1}, 7)}));
   Graph a = alter_layout(g, t);
-  EXPECT_EQ(count_op(a, "concat"), 1);
-  EXPECT_EQ(transforms(a).second, 3) << a.str();  // a1, a2 and the output
+  EXPECT_EQ(count_op(a, "select_channels_nchwc"), 1);
+  EXPECT_EQ(transforms(a).second, 1) << a.str();  // the output
   expect_same_outputs(g, a);
+}
+
+// ShuffleNet's unit: the channel split (two slices), the concat and the channel shuffle (reshape,
+// transpose, reshape) run blocked as select_channels_nchwc, the slice feeding the concat and the
+// concat feeding the shuffle folded into one selection; the head's mean over H and W is a blocked
+// global pool. Channels that blocks of 16 pad (2 x 12) and a block of 4 on the input side.
+TEST(AlterLayout, ChannelSplitShuffleAndSpatialMeanStayBlocked) {
+  Target t = target_with_bits(512);
+  for (int64_t C : {24, 32}) {
+    SCOPED_TRACE(C);
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 4, 6, 6}, f32});
+    ValueId s = g.add("stem", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w0", {C, 4, 1, 1}, 1)});
+    auto half = [&](const char* name, int64_t begin) {
+      return g.add(name, "slice",
+                   Attrs("slice", {{"starts", std::vector<int64_t>{begin}},
+                                   {"ends", std::vector<int64_t>{begin + C / 2}},
+                                   {"axes", std::vector<int64_t>{1}}}),
+                   {s});
+    };
+    ValueId x1 = half("x1", 0), x2 = half("x2", C / 2);
+    ValueId y = g.add("branch", "conv2d", conv({0, 0, 0, 0}),
+                      {x2, param(g, "w1", {C / 2, C / 2, 1, 1}, 2)});
+    ValueId cat = g.add("cat", "concat", Attrs("concat", {{"axis", int64_t{1}}}), {x1, y});
+    ValueId r1 =
+        g.add("r1", "reshape",
+              Attrs("reshape", {{"shape", std::vector<int64_t>{1, 2, C / 2, 6, 6}}}), {cat});
+    ValueId tr = g.add("tr", "transpose",
+                       Attrs("transpose", {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}), {r1});
+    ValueId r2 = g.add("r2", "reshape",
+                       Attrs("reshape", {{"shape", std::vector<int64_t>{1, C, 6, 6}}}), {tr});
+    ValueId last =
+        g.add("last", "conv2d", conv({0, 0, 0, 0}), {r2, param(g, "w2", {16, C, 1, 1}, 3)});
+    g.add_output(g.add(
+        "mean", "reduce_mean",
+        Attrs("reduce_mean", {{"axes", std::vector<int64_t>{-1, 2}}, {"keepdims", int64_t{0}}}),
+        {last}));
+    g.add_output(g.add("max", "reduce_max",
+                       Attrs("reduce_max", {{"axes", std::vector<int64_t>{2, 3}}}), {last}));
+    Graph a = eliminate_dead_code(alter_layout(g, t));
+    // x2, and the concat of x1 and y shuffled: one selection each (x1 and the concat are folded
+    // into the shuffle).
+    EXPECT_EQ(count_op(a, "select_channels_nchwc"), 2) << a.str();
+    for (const char* op : {"slice", "concat", "transpose", "reduce_mean", "reduce_max"})
+      EXPECT_EQ(count_op(a, op), 0) << op << "\n" << a.str();
+    EXPECT_EQ(count_op(a, "global_avg_pool2d_nchwc"), 1);
+    EXPECT_EQ(count_op(a, "global_max_pool2d_nchwc"), 1);
+    // In: the input; out: the two pooled outputs.
+    EXPECT_EQ(transforms(a), std::make_pair(1, 2)) << a.str();
+    expect_same_outputs(g, a);
+    expect_same_outputs(g, fold_constants(a));
+  }
 }
 
 // Spatial pads run on the blocked form (Inception's padded average pools); a pad by zero is

@@ -810,17 +810,27 @@ TEST(ConvNchwcErrors, Shapes) {
 }
 
 TEST(Nchwc, BlockRule) {
-  Target avx512 = Target::parse("llvm -vector-bits=512");
-  EXPECT_EQ(nchwc_block(64, avx512), 16);
-  EXPECT_EQ(nchwc_block(72, avx512), 8);
-  EXPECT_EQ(nchwc_block(3, avx512), 3);
-  EXPECT_EQ(nchwc_block(20, avx512), 4);
-  EXPECT_EQ(nchwc_block(17, avx512), 16);
+  // Zen 5: blocks of 8 run at half the FMA rate, so padding to whole vectors pays (116 -> 128).
+  Target zen5 = Target::parse("llvm -mcpu=znver5 -vector-bits=512");
+  EXPECT_EQ(nchwc_block(64, zen5), 16);
+  EXPECT_EQ(nchwc_block(116, zen5), 16);
+  EXPECT_EQ(nchwc_block(72, zen5), 16);
+  EXPECT_EQ(nchwc_block(20, zen5), 16);
+  EXPECT_EQ(nchwc_block(1000, zen5), 16);
+  EXPECT_EQ(nchwc_block(3, zen5), 3);  // an RGB input: padding would triple the stem's reduction
   EXPECT_EQ(nchwc_channels(17, 16), 32);
-  // Padding to whole vectors when it adds at most 1/32: 1000 -> 1008, not 200 -> 208.
-  EXPECT_EQ(nchwc_block(1000, avx512), 16);
-  EXPECT_EQ(nchwc_block(200, avx512), 8);
-  EXPECT_EQ(nchwc_block(1000, Target::parse("llvm -vector-bits=256")), 8);
+  // Zen 4 splits a 512-bit FMA in two 256-bit halves: blocks of 8 lose no rate, so they win
+  // wherever 16 would pad more (116 -> 120, not 128), and 64 keeps whole vectors.
+  Target zen4 = Target::parse("llvm -mcpu=znver4 -vector-bits=512");
+  EXPECT_EQ(nchwc_block(116, zen4), 8);
+  EXPECT_EQ(nchwc_block(72, zen4), 8);
+  EXPECT_EQ(nchwc_block(64, zen4), 16);
+  EXPECT_EQ(nchwc_block(3, zen4), 3);
+  // AVX2: whole vectors are 8.
+  Target zen3 = Target::parse("llvm -mcpu=znver3 -vector-bits=256");
+  EXPECT_EQ(nchwc_block(1000, zen3), 8);
+  EXPECT_EQ(nchwc_block(20, zen3), 8);
+  EXPECT_EQ(nchwc_block(64, zen3), 8);
 }
 
 }  // namespace

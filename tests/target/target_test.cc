@@ -69,6 +69,15 @@ TEST(Target, NamedCpusTakeThePublishedFigures) {
   EXPECT_EQ(zen5.l1d_bytes, 48 << 10);
   EXPECT_EQ(zen5.l1d_way_bytes(), 4096);
   EXPECT_EQ(zen5.fma_units, 2);
+  // The rate of narrower vectors: half on Zen 5's full-width pipes, the same on Zen 4's halves.
+  Target zen5_512 = Target::parse("llvm -mcpu=znver5 -vector-bits=512");
+  EXPECT_EQ(zen5_512.fma_lanes_per_cycle(16), 32);
+  EXPECT_EQ(zen5_512.fma_lanes_per_cycle(8), 16);
+  Target zen4_512 = Target::parse("llvm -mcpu=znver4 -vector-bits=512");
+  EXPECT_EQ(zen4_512.fma_lanes_per_cycle(16), 16);
+  EXPECT_EQ(zen4_512.fma_lanes_per_cycle(8), 16);
+  EXPECT_EQ(zen4_512.fma_lanes_per_cycle(4), 8);
+  EXPECT_EQ(Target::parse("llvm -mcpu=znver3 -vector-bits=256").fma_lanes_per_cycle(8), 16);
   Target arm = Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1");
   EXPECT_EQ(arm.l1d_bytes, 64 << 10);
   EXPECT_EQ(arm.vector_registers, 32);
@@ -105,9 +114,10 @@ TEST(Target, MachineFactsStayOutOfTheText) {
 TEST(Target, DescribeNamesEveryFact) {
   std::string d = Target::parse("llvm -mcpu=znver4").describe();
   for (const char* part :
-       {"vector width: ", "vector registers: 32", "FMA units: 1 (16 FLOPs per cycle)",
-        "machine balance: 5.33333", "L1d per core: 32 KiB, 8-way", "L2 per core: 1 MiB",
-        "L3: 32 MiB", "published figures", "peak per core: unknown"})
+       {"vector width: ", "vector registers: 32",
+        "FMA units: 1 (16 FLOPs per cycle), 256-bit pipes", "machine balance: 5.33333",
+        "L1d per core: 32 KiB, 8-way", "L2 per core: 1 MiB", "L3: 32 MiB", "published figures",
+        "peak per core: unknown"})
     EXPECT_NE(d.find(part), std::string::npos) << part << "\n" << d;
   std::string h = Target::host().describe();
   EXPECT_NE(h.find("(measured, "), std::string::npos) << h;
