@@ -39,6 +39,7 @@
 //     select_channels_nchwc (anvil/ops/select_channels.h), each input in its own block; a
 //     selection read by nothing else is folded into its reader.
 //   * reduce_mean and reduce_max over H and W of a blocked value run as its global pool.
+//   * A transpose from NHWC to NCHW also gets a blocked form (ConvNeXt's residual adds).
 //   * A pad of the spatial axes runs on the blocked form.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
@@ -94,7 +95,7 @@ class LayoutRewriter {
       const Node& n = g_.node(id);
       if (handled_[id] || try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) ||
           try_elementwise(n) || try_select(n) || try_concat(n) || try_pad(n) || try_pool(n) ||
-          try_global_reduce(n))
+          try_global_reduce(n) || try_transpose_to_nchw(n))
         continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
@@ -604,6 +605,23 @@ class LayoutRewriter {
     set_nchw(n.outputs[0], out().add_node(out().unique_name(n.name), "reshape",
                                           ops::Attrs("reshape", {{"shape", y.type.shape}}), {v},
                                           {out().unique_name(y.name)})[0]);
+    return true;
+  }
+
+  // A transpose from NHWC to NCHW (ConvNeXt's permute back after its channels-last MLP) gets a
+  // blocked form at once, in the output's own block: the residual add after it then runs blocked
+  // and its reads of the NHWC tensor are whole vectors of channels (in NCHW they were gathers
+  // along W); a blocked form nothing reads is removed with the dead code.
+  bool try_transpose_to_nchw(const Node& n) {
+    if (n.op != "transpose" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const Value& y = g_.value(n.outputs[0]);
+    if (y.type.shape.size() != 4 || y.type.dtype != ir::DataType::Float32() ||
+        n.attrs.get_ints("perm", {}) != std::vector<int64_t>{0, 3, 1, 2})
+      return false;
+    ValueId v = out().add_node(out().unique_name(n.name), "transpose", n.attrs, {nchw(n.inputs[0])},
+                               {out().unique_name(y.name)})[0];
+    set_nchw(n.outputs[0], v);
+    blocked(n.outputs[0], ops::nchwc_block(y.type.shape[1], target_));
     return true;
   }
 

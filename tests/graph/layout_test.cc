@@ -400,6 +400,31 @@ TEST(AlterLayout, ChannelSplitShuffleAndSpatialMeanStayBlocked) {
   }
 }
 
+// ConvNeXt's permute back from channels-last: the transpose to NCHW gets a blocked form, so the
+// per-channel scale and the residual add after it run blocked (no conversion of the residual).
+TEST(AlterLayout, TransposeFromNhwcFeedsBlockedOps) {
+  Target t = target_with_bits(512);
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 16, 5, 5}, f32});
+  ValueId nhwc = g.add_input("nhwc", {{1, 5, 5, 16}, f32});
+  ValueId c = g.add("c", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "w0", {16, 16, 1, 1}, 1)});
+  ValueId tr = g.add("tr", "transpose",
+                     Attrs("transpose", {{"perm", std::vector<int64_t>{0, 3, 1, 2}}}), {nhwc});
+  ValueId scaled = g.add("scale", "mul", Attrs(), {tr, param(g, "gamma", {16, 1, 1}, 2)});
+  ValueId sum = g.add("res", "add", Attrs(), {scaled, c});
+  g.add_output(
+      g.add("last", "conv2d", conv({0, 0, 0, 0}), {sum, param(g, "w1", {8, 16, 1, 1}, 3)}));
+  Graph a = eliminate_dead_code(alter_layout(g, t));
+  for (const Node& n : a.nodes()) {
+    if (n.op == "add" || n.op == "mul") {
+      EXPECT_EQ(a.value(n.outputs[0]).type.shape.size(), 5u) << n.name << "\n" << a.str();
+    }
+  }
+  // In: x, and the transposed tensor into its block; out: the output.
+  EXPECT_EQ(transforms(a), std::make_pair(2, 1)) << a.str();
+  expect_same_outputs(g, a);
+}
+
 // Spatial pads run on the blocked form (Inception's padded average pools); a pad by zero is
 // removed by simplify_inference; a pad of the channels reads NCHW.
 TEST(AlterLayout, SpatialPadStaysBlocked) {
