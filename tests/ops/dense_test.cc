@@ -342,6 +342,24 @@ TEST(DensePacked, SeqFirstRowsFoldIntoTheTile) {
   }
 }
 
+// ConvNeXt's last stages: a Linear layer over batches of 7 or 14 rows. With 32 registers the
+// rule tiles 7 rows (one tile, not 6 + a one-row tail); with 16 it keeps 6. The weight, larger
+// than the activations, is read with its column blocks outside the batches.
+TEST(DensePacked, ShortBatchesTakeOneTileOfRows) {
+  std::vector<TensorType> types = {{{1, 7, 7, 24}, f32}, {{4, 24, 16}, f32}};
+  Attrs units("dense_packed", {{"units", int64_t{64}}});
+  const OpDef& op = lookup("dense_packed");
+  EXPECT_EQ(
+      op.space(types, units, Target::parse("llvm -mcpu=znver5 -vector-bits=512"))[0].values[0], 7);
+  EXPECT_EQ(
+      op.space(types, units, Target::parse("llvm -mcpu=znver3 -vector-bits=256"))[0].values[0], 6);
+  Config seven = {{"tile_m", 7}, {"tile_n", 32}, {"k_unroll", 4}, {"parallel", 1}};
+  check_packed(7, 64, 24, 16, true, 27, seven, {1, 7});
+  check_packed(14, 96, 13, 16, false, 28,
+               {{"tile_m", 7}, {"tile_n", 32}, {"k_unroll", 1}, {"parallel", 0}}, {2, 2});
+  check_packed(7, 64, 24, 16, true, 29, {}, {3});  // the host's rule
+}
+
 TEST(DensePacked, LstmGateShape) {
   // The LSTM language model's gate product, scaled down: one row, wide N, bias.
   check_packed(1, 520, 260, 16, true, 3);
