@@ -7,6 +7,7 @@
 #include "anvil/arith/simplifier.h"
 #include "anvil/ir/equal.h"
 #include "anvil/ir/op.h"
+#include "anvil/support/int_math.h"
 
 namespace anvil::arith {
 
@@ -41,13 +42,11 @@ Expr int_const(DataType t, int64_t v) {
 }
 
 int64_t floordiv_int(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  return floor_div(a, b);
 }
 
 int64_t floormod_int(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  return floor_mod(a, b);
 }
 
 }  // namespace simplify_detail

@@ -95,7 +95,7 @@ class LayoutRewriter {
       const Node& n = g_.node(id);
       if (handled_[id] || try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) ||
           try_elementwise(n) || try_select(n) || try_concat(n) || try_pad(n) || try_pool(n) ||
-          try_global_reduce(n) || try_transpose_to_nchw(n))
+          try_global_reduce(n))
         continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
@@ -104,6 +104,9 @@ class LayoutRewriter {
       std::vector<ValueId> outs =
           out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, names);
       for (size_t i = 0; i < outs.size(); ++i) set_nchw(n.outputs[i], outs[i]);
+      if (transposes_to_nchw(n)) {
+        blocked(n.outputs[0], ops::nchwc_block(g_.value(n.outputs[0]).type.shape[1], target_));
+      }
     }
     for (ValueId v : g_.outputs()) nchw(v);
     return rw_.finish();
@@ -124,15 +127,19 @@ class LayoutRewriter {
     if (val.kind == ValueKind::kConstant) return nchw_[old] = rw_.map(old);
     const Blocked& b = blocked_[old];
     ANVIL_ICHECK(b.value >= 0, "alter_layout: value '", val.name, "' has no form yet");
+    // The old name when no value has it (node names may: a node and its output share one).
+    std::string name = out().find(val.name) < 0 ? val.name : out().unique_name(val.name);
+    ValueId v = to_nchw(b, val.name + "_to_nchw", name);
+    set_nchw(old, v);
+    return v;
+  }
+
+  // A layout_transform node from blocked form b back to NCHW.
+  ValueId to_nchw(const Blocked& b, const std::string& node, const std::string& value) {
     ops::Attrs a("layout_transform", {{"src_layout", layout_name(b.block)},
                                       {"dst_layout", std::string("NCHW")},
                                       {"channels", b.channels}});
-    // The old name when no value has it (node names may: a node and its output share one).
-    std::string name = out().find(val.name) < 0 ? val.name : out().unique_name(val.name);
-    ValueId v = out().add_node(out().unique_name(val.name + "_to_nchw"), "layout_transform", a,
-                               {b.value}, {name})[0];
-    set_nchw(old, v);
-    return v;
+    return out().add_node(out().unique_name(node), "layout_transform", a, {b.value}, {value})[0];
   }
 
   // The form of an old 4-d value blocked by `block` (converting from its NCHW form or from its
@@ -432,8 +439,6 @@ class LayoutRewriter {
     return true;
   }
 
-  // A pad of the spatial axes of a blocked value pads the blocked form's spatial axes (Inception's
-  // average pools with padding, which PyTorch exports as a pad before the pool).
   // The only node reading old value v, when v is not a graph output; else -1.
   NodeId sole_user(ValueId v) const {
     const std::vector<NodeId>& u = users_[v];
@@ -454,17 +459,14 @@ class LayoutRewriter {
     if (n.op == "concat") {
       int64_t axis = n.attrs.get_int("axis");
       if (axis != 1 && axis != -3) return false;
-      bool any = false;
-      std::vector<int64_t> channels;
-      for (ValueId v : n.inputs) {
-        any = any || blocked_[v].value >= 0;
-        channels.push_back(g_.value(v).type.shape[1]);
-      }
       // Inputs in one block, all but the last filling whole blocks, are try_concat's
       // (contiguous vectors, no conversion), unless one is a selection to fold.
-      bool aligned = true, foldable = false;
+      bool any = false, aligned = true, foldable = false;
+      std::vector<int64_t> channels;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Blocked& b = blocked_[n.inputs[k]];
+        channels.push_back(g_.value(n.inputs[k]).type.shape[1]);
+        any = any || b.value >= 0;
         aligned = aligned && b.value >= 0 && b.block == blocked_[n.inputs[0]].block &&
                   (k + 1 == n.inputs.size() || channels[k] % b.block == 0);
         foldable =
@@ -472,10 +474,10 @@ class LayoutRewriter {
       }
       if (!any || (aligned && !foldable)) return false;
       std::vector<ValueId> ins;
-      for (ValueId v : n.inputs) {
-        const Blocked& b = blocked_[v];
-        int64_t c = g_.value(v).type.shape[1];
-        ins.push_back(b.value >= 0 ? b.value : blocked(v, ops::nchwc_block(c, target_)));
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const Blocked& b = blocked_[n.inputs[k]];
+        ins.push_back(b.value >= 0 ? b.value
+                                   : blocked(n.inputs[k], ops::nchwc_block(channels[k], target_)));
       }
       select(n, n.outputs[0], ins, ops::concat_runs(channels));
       return true;
@@ -543,6 +545,8 @@ class LayoutRewriter {
     set_blocked(old, v, block, channels);
   }
 
+  // A pad of the spatial axes of a blocked value pads the blocked form's spatial axes (Inception's
+  // average pools with padding, which PyTorch exports as a pad before the pool).
   bool try_pad(const Node& n) {
     if (n.op != "pad" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
     const Blocked& b = blocked_[n.inputs[0]];
@@ -598,10 +602,7 @@ class LayoutRewriter {
       set_blocked(n.outputs[0], v, b.block, C);
       return true;
     }
-    ops::Attrs to_nchw("layout_transform", {{"src_layout", layout_name(b.block)},
-                                            {"dst_layout", std::string("NCHW")},
-                                            {"channels", C}});
-    v = out().add(out().unique_name(n.name + "_to_nchw"), "layout_transform", to_nchw, {v});
+    v = to_nchw({v, b.block, C}, n.name + "_to_nchw", out().unique_name(n.name + "_to_nchw"));
     set_nchw(n.outputs[0], out().add_node(out().unique_name(n.name), "reshape",
                                           ops::Attrs("reshape", {{"shape", y.type.shape}}), {v},
                                           {out().unique_name(y.name)})[0]);
@@ -612,17 +613,11 @@ class LayoutRewriter {
   // blocked form at once, in the output's own block: the residual add after it then runs blocked
   // and its reads of the NHWC tensor are whole vectors of channels (in NCHW they were gathers
   // along W); a blocked form nothing reads is removed with the dead code.
-  bool try_transpose_to_nchw(const Node& n) {
-    if (n.op != "transpose" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
-    const Value& y = g_.value(n.outputs[0]);
-    if (y.type.shape.size() != 4 || y.type.dtype != ir::DataType::Float32() ||
-        n.attrs.get_ints("perm", {}) != std::vector<int64_t>{0, 3, 1, 2})
-      return false;
-    ValueId v = out().add_node(out().unique_name(n.name), "transpose", n.attrs, {nchw(n.inputs[0])},
-                               {out().unique_name(y.name)})[0];
-    set_nchw(n.outputs[0], v);
-    blocked(n.outputs[0], ops::nchwc_block(y.type.shape[1], target_));
-    return true;
+  bool transposes_to_nchw(const Node& n) const {
+    return n.op == "transpose" && n.outputs.size() == 1 &&
+           g_.value(n.outputs[0]).type.shape.size() == 4 &&
+           g_.value(n.outputs[0]).type.dtype == ir::DataType::Float32() &&
+           n.attrs.get_ints("perm", {}) == std::vector<int64_t>{0, 3, 1, 2};
   }
 
   const Graph& g_;

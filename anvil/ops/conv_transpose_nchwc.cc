@@ -37,6 +37,7 @@
 #include "anvil/ops/schedule_util.h"
 #include "anvil/ops/window.h"
 #include "anvil/support/error.h"
+#include "anvil/support/int_math.h"
 
 namespace anvil::ops {
 
@@ -50,13 +51,6 @@ const char* kOp = "conv2d_transpose_nchwc";
 const char* kPackOp = "conv2d_transpose_nchwc_pack_weight";
 // The window attributes (window.h): the kernel is given (the packed weight does not determine it).
 constexpr unsigned kWindow = kWindowKernel | kWindowGroup | kWindowOutputPadding;
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-int64_t floor_mod(int64_t a, int64_t b) {
-  return a - floor_div(a, b) * b;
-}
 
 Expr c32(int64_t v) {
   return Expr(static_cast<int>(v));

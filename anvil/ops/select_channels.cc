@@ -3,6 +3,7 @@
 
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/transform_common.h"
+#include "anvil/support/int_math.h"
 
 namespace anvil::ops {
 
@@ -11,14 +12,6 @@ namespace {
 using namespace transform_detail;
 
 constexpr size_t kRunFields = 6;  // input, out_begin, out_step, in_begin, in_step, count
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return -floor_div(-a, b);
-}
 
 struct Selection {
   std::vector<ChannelRun> runs;

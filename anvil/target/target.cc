@@ -111,20 +111,25 @@ HostCaches cpuid_caches() {
 // executes a 512-bit FMA as two 256-bit halves on its two pipes (one 512-bit FMA per cycle); Zen 5
 // has two full-width pipes, as do Zen 2 and 3 at 256 bits and Intel's cores with AVX2 or
 // AVX-512 (server parts). The measured peak (peak_gflops_per_core) is the figure to trust.
-int host_fma_units(int vector_bits) {
+// Sets fma_units, and fma_pipe_bits where the units are made of narrower pipes.
+void host_fma_units(Target* t) {
+  t->fma_units = 2;
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 1;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+    t->fma_units = 1;
+    return;
+  }
   const bool amd = ebx == 0x68747541;
   __get_cpuid(1, &eax, &ebx, &ecx, &edx);
   const unsigned family = ((eax >> 8) & 0xf) + (((eax >> 8) & 0xf) == 0xf ? (eax >> 20) & 0xff : 0);
-  if (amd && family == 0x19 && vector_bits >= 512) return 1;
-  if (amd && family < 0x17) return 1;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("fma") ? 2 : 1;
-#else
-  (void)vector_bits;
-  return 2;
+  if (amd && family == 0x19 && t->vector_bits >= 512) {
+    t->fma_units = 1;
+    t->fma_pipe_bits = 256;
+  } else if ((amd && family < 0x17) || !__builtin_cpu_supports("fma")) {
+    t->fma_units = 1;
+  }
 #endif
 }
 
@@ -153,9 +158,7 @@ Target host_machine() {
 #else
   t.vector_registers = 32;
 #endif
-  t.fma_units = host_fma_units(t.vector_bits);
-  // One 512-bit unit made of two 256-bit pipes (host_fma_units).
-  if (t.fma_units == 1 && t.vector_bits >= 512) t.fma_pipe_bits = 256;
+  host_fma_units(&t);
   HostCaches c = sysfs_caches();
   if (c.l1d.bytes == 0 || c.l2.bytes == 0) c = cpuid_caches();
   fill_caches(&t, c);

@@ -5,7 +5,6 @@
 // machine: nothing in anvil/ops/ states a cache size or a register count.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -64,7 +63,7 @@ struct Target {
   // Bytes of L1 that map to one set (a "way"): accesses this far apart compete for the same set.
   int64_t l1d_way_bytes() const { return l1d_ways > 0 ? l1d_bytes / l1d_ways : 4096; }
   // FP32 FLOPs one core issues per cycle: a fused multiply-add per lane per FMA pipe.
-  double flops_per_cycle() const { return 2.0 * vector_lanes_f32() * std::max(1, fma_units); }
+  double flops_per_cycle() const { return 2.0 * fma_lanes_per_cycle(vector_lanes_f32()); }
   // The float lanes the FMA pipes retire per cycle with vectors of `lanes` floats: a vector
   // narrower than a pipe leaves the rest of it idle, so on Zen 5 half vectors go at half the
   // rate, while on Zen 4, whose 512-bit FMAs are two 256-bit halves, they lose nothing.
