@@ -318,6 +318,9 @@ Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildO
   // layout, and alter_layout only moves 3x3 convolutions to Winograd and recurrent ops to their
   // GPU form there.
   if (options.alter_layout) {
+    if (target.kind == Target::Kind::kLLVM || target.kind == Target::Kind::kC)
+      passes.push_back(
+          {"cut_conv_bands", [&target](const Graph& x) { return cut_conv_bands(x, target); }});
     passes.push_back(
         {"alter_layout", [&target](const Graph& x) { return alter_layout(x, target); }});
     passes.push_back({"fold_constants", fold_constants});

@@ -8,7 +8,8 @@
 // chain conv -> relu -> conv never leaves the blocked layout (no NCHW16c -> NCHW -> NCHW16c pairs
 // appear: the blocked form is reused).
 //   * conv2d (group 1) -> conv2d_nchwc, or conv2d_winograd_nchwc when ops::prefer_winograd;
-//     grouped conv2d whose groups fill whole blocks of at least 4 -> conv2d_nchwc with its group;
+//     grouped conv2d whose groups fill whole blocks of at least 4 -> conv2d_nchwc with its group,
+//     groups narrower than a vector merged into vector-wide block-diagonal ones;
 //     depthwise conv2d (group = C = O) -> depthwise_conv2d_nchwc; conv2d_transpose (group 1)
 //     -> conv2d_transpose_nchwc. The input block is nchwc_block(C), the output block
 //     nchwc_block(O), chosen per layer. The constant weight is packed by the family's
@@ -40,7 +41,8 @@
 //     selection read by nothing else is folded into its reader.
 //   * reduce_mean and reduce_max over H and W of a blocked value run as its global pool.
 //   * A transpose from NHWC to NCHW also gets a blocked form (ConvNeXt's residual adds).
-//   * A pad of the spatial axes runs on the blocked form.
+//   * A pad of the spatial axes runs on the blocked form, and so do slices of H and W and concats
+//     along them.
 //   * Every other node reads NCHW forms (a layout_transform back, channels = C, where only a
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
 
@@ -73,6 +75,9 @@ ops::Window conv_window(const Node& n) {
   return ops::parse_window(n.attrs, 2, parts);
 }
 
+// The most groups merged into one vector-wide group (merge times the multiplies).
+constexpr int64_t kMaxGroupMerge = 4;
+
 std::string layout_name(int64_t block) {
   return "NCHW" + std::to_string(block) + "c";
 }
@@ -94,8 +99,8 @@ class LayoutRewriter {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
       if (handled_[id] || try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) ||
-          try_elementwise(n) || try_select(n) || try_concat(n) || try_pad(n) || try_pool(n) ||
-          try_global_reduce(n))
+          try_elementwise(n) || try_select(n) || try_concat(n) || try_spatial(n) || try_pad(n) ||
+          try_pool(n) || try_global_reduce(n))
         continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
@@ -206,14 +211,27 @@ class LayoutRewriter {
     // A grouped convolution runs blocked when one block of at least 4 channels divides every
     // group on both sides (ResNeXt's 4 to 32 channels per group, RegNet's 8 to 16): then each
     // output block reads whole input blocks of its own group.
+    // Groups narrower than a vector (ResNeXt's 4 channels, RegNet-Y's 8) merge instead: `merge`
+    // groups become one block-diagonal group of a whole vector, zeros between them, so the
+    // convolution runs on full vectors (merge times the multiplies, at up to four times the rate
+    // of vectors of the group's width) and its neighbours keep their block.
     bool grouped = group != 1 && !depthwise;
+    int64_t merge = 1;
     if (grouped) {
       if (transpose || C % group != 0 || O % group != 0) return false;
-      auto fits = [&](int64_t b) { return (C / group) % b == 0 && (O / group) % b == 0; };
-      int64_t b = target_.vector_lanes_f32();
-      while (b >= 4 && !fits(b)) b /= 2;
-      if (b < 4) return false;
-      ib = ob = have >= 4 && fits(have) ? have : b;
+      int64_t lanes = target_.vector_lanes_f32();
+      int64_t cg = C / group;
+      auto fits = [&](int64_t b) { return cg % b == 0 && (O / group) % b == 0; };
+      if (!fits(lanes) && cg == O / group && lanes % cg == 0 && lanes / cg <= kMaxGroupMerge &&
+          w.type.dtype == ir::DataType::Float32()) {
+        merge = lanes / cg;
+        ib = ob = lanes;
+      } else {
+        int64_t b = lanes;
+        while (b >= 4 && !fits(b)) b /= 2;
+        if (b < 4) return false;
+        ib = ob = have >= 4 && fits(have) ? have : b;
+      }
     }
     ValueId xb = blocked(n.inputs[0], ib);
     ValueId wc = rw_.map(n.inputs[1]);
@@ -245,8 +263,14 @@ class LayoutRewriter {
       op = "conv2d_nchwc";
       pack = "conv2d_nchwc_pack_weight";
       pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}});
-      conv_attrs = ops::Attrs(
-          op, {{"strides", strides}, {"pads", pads}, {"dilations", dil}, {"group", group}});
+      if (merge > 1) {
+        pack_attrs.set("group", group);
+        pack_attrs.set("merge", merge);
+      }
+      conv_attrs = ops::Attrs(op, {{"strides", strides},
+                                   {"pads", pads},
+                                   {"dilations", dil},
+                                   {"group", (group + merge - 1) / merge}});
     }
     ValueId wp = out().add(out().unique_name(n.name + "_pack_weight"), pack, pack_attrs, {wc});
     std::string yname = y.name + "_" + layout_name(ob);
@@ -436,6 +460,38 @@ class LayoutRewriter {
     ValueId v = out().add_node(out().unique_name(n.name), "concat",
                                ops::Attrs("concat", {{"axis", int64_t{1}}}), ins, {name})[0];
     set_blocked(n.outputs[0], v, block, y.type.shape[1]);
+    return true;
+  }
+
+  // A slice of H and W, or a concat along H or W, of blocked values runs blocked: the spatial axes
+  // are the same in both layouts (a dilated convolution cut into bands, simplify_inference).
+  bool try_spatial(const Node& n) {
+    if ((n.op != "slice" && n.op != "concat") || n.outputs.size() != 1 || n.inputs.empty())
+      return false;
+    const Value& y = g_.value(n.outputs[0]);
+    if (y.type.shape.size() != 4 || y.type.dtype != ir::DataType::Float32()) return false;
+    const Blocked& first = blocked_[n.inputs[0]];
+    if (first.value < 0) return false;
+    auto spatial = [](int64_t axis) { return axis == 2 || axis == 3 || axis == -1 || axis == -2; };
+    ops::Attrs attrs = n.attrs;
+    if (n.op == "concat") {
+      int64_t axis = n.attrs.get_int("axis");
+      if (!spatial(axis)) return false;
+      attrs.set("axis", axis < 0 ? axis + 4 : axis);
+    } else {
+      if (n.inputs.size() != 1 || !n.attrs.has("axes")) return false;
+      std::vector<int64_t> axes = n.attrs.get_ints("axes");
+      for (int64_t& a : axes) {
+        if (!spatial(a)) return false;
+        if (a < 0) a += 4;
+      }
+      attrs.set("axes", axes);
+    }
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) ins.push_back(blocked(v, first.block));
+    std::string name = out().unique_name(y.name + "_" + layout_name(first.block));
+    ValueId v = out().add_node(out().unique_name(n.name), n.op, attrs, ins, {name})[0];
+    set_blocked(n.outputs[0], v, first.block, y.type.shape[1]);
     return true;
   }
 

@@ -220,6 +220,58 @@ bool no_op_pad(const Node& n) {
   return true;
 }
 
+// For each output position of a convolution along one spatial axis, the first and last tap that
+// read inside the input (taps between them do too; first > last: none).
+struct LiveTaps {
+  int64_t first, last;
+  friend bool operator==(const LiveTaps&, const LiveTaps&) = default;
+};
+std::vector<LiveTaps> live_taps(int64_t K, int64_t in, int64_t out, int64_t stride, int64_t dil,
+                                int64_t pad_lo) {
+  std::vector<LiveTaps> r(static_cast<size_t>(out), {K, -1});
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t i = o * stride + k * dil - pad_lo;
+      if (i < 0 || i >= in) continue;
+      r[o].first = std::min(r[o].first, k);
+      r[o].last = k;
+    }
+  }
+  return r;
+}
+
+// The taps [first[d], last[d]] of an OIHW weight.
+runtime::NDArray cut_taps(const Value& w, const int64_t first[2], const int64_t last[2]) {
+  const std::vector<int64_t>& ws = w.type.shape;
+  int64_t kh = last[0] - first[0] + 1, kw = last[1] - first[1] + 1;
+  runtime::NDArray nw = runtime::NDArray::empty({ws[0], ws[1], kh, kw}, runtime::dl_float32());
+  const float* src = f32_data(w);
+  float* dst = nw.data_as<float>();
+  for (int64_t oc = 0; oc < ws[0] * ws[1]; ++oc)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        dst[(oc * kh + i) * kw + j] = src[(oc * ws[2] + first[0] + i) * ws[3] + first[1] + j];
+  return nw;
+}
+
+// A float32 conv2d with a constant weight and a 4-d input: the candidates for cutting taps.
+bool conv_with_constant_weight(const Graph& g, const Node& n) {
+  return n.op == "conv2d" && n.inputs.size() >= 2 && n.outputs.size() == 1 &&
+         is_f32_constant(g, n.inputs[1]) && g.value(n.inputs[0]).type.shape.size() == 4 &&
+         g.value(n.inputs[1]).type.shape.size() == 4;
+}
+
+// The conv2d `n` with weight `w`, attributes `attrs` and input `x` (other inputs as they were).
+ValueId conv_like(GraphRewriter& rw, const Node& n, ValueId x, runtime::NDArray w,
+                  const ops::Attrs& attrs, const std::string& y) {
+  Graph& out = rw.out();
+  const Value& old_w = rw.old().value(n.inputs[1]);
+  std::vector<ValueId> ins = {
+      x, out.add_constant(out.unique_name(old_w.name + "_live_taps"), std::move(w))};
+  for (size_t i = 2; i < n.inputs.size(); ++i) ins.push_back(rw.map(n.inputs[i]));
+  return out.add_node(out.unique_name(n.name), "conv2d", attrs, ins, {y})[0];
+}
+
 // A 2-d convolution whose outer taps read only padding at every output position (a dilated
 // convolution on a map smaller than its dilation: DeepLabv3's atrous rates 24 and 36 on a 14 x 14
 // map leave only the centre tap) loses those taps: the weight is cut to the taps that can read
@@ -227,14 +279,11 @@ bool no_op_pad(const Node& n) {
 // whether `n` was rewritten.
 bool drop_dead_taps(GraphRewriter& rw, const Node& n) {
   const Graph& g = rw.old();
-  if (n.op != "conv2d" || n.inputs.size() < 2 || n.outputs.size() != 1 ||
-      !is_f32_constant(g, n.inputs[1]))
-    return false;
+  if (!conv_with_constant_weight(g, n)) return false;
   const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
   const std::vector<int64_t>& ys = g.value(n.outputs[0]).type.shape;
   const Value& w = g.value(n.inputs[1]);
   const std::vector<int64_t>& ws = w.type.shape;
-  if (xs.size() != 4 || ws.size() != 4) return false;
   ops::Window win = ops::parse_window(n.attrs, 2, ops::kWindowGroup);
   // Per spatial axis: the first and last tap that some output reads inside the input.
   int64_t first[2], last[2];
@@ -245,12 +294,9 @@ bool drop_dead_taps(GraphRewriter& rw, const Node& n) {
     int64_t s = win.strides[d], dil = win.dilations[d];
     first[d] = K;
     last[d] = -1;
-    for (int64_t k = 0; k < K; ++k) {
-      int64_t lowest = k * dil - win.pad_lo[d], highest = (out - 1) * s + lowest;
-      if (highest >= 0 && lowest < in) {
-        first[d] = std::min(first[d], k);
-        last[d] = k;
-      }
+    for (const LiveTaps& t : live_taps(K, in, out, s, dil, win.pad_lo[d])) {
+      first[d] = std::min(first[d], t.first);
+      last[d] = std::max(last[d], t.last);
     }
     if (last[d] < 0) return false;  // reads only padding: leave it to the op
     lo[d] = win.pad_lo[d] - first[d] * dil;
@@ -261,24 +307,88 @@ bool drop_dead_taps(GraphRewriter& rw, const Node& n) {
     cut = cut || first[d] > 0 || last[d] < K - 1;
   }
   if (!cut) return false;
-  int64_t kh = last[0] - first[0] + 1, kw = last[1] - first[1] + 1;
-  runtime::NDArray nw = runtime::NDArray::empty({ws[0], ws[1], kh, kw}, runtime::dl_float32());
-  const float* src = f32_data(w);
-  float* dst = nw.data_as<float>();
-  for (int64_t oc = 0; oc < ws[0] * ws[1]; ++oc)
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j)
-        dst[(oc * kh + i) * kw + j] = src[(oc * ws[2] + first[0] + i) * ws[3] + first[1] + j];
-  Graph& out = rw.out();
   ops::Attrs attrs = n.attrs;
   attrs.set("pads", std::vector<int64_t>{lo[0], lo[1], hi[0], hi[1]});
-  std::vector<ValueId> ins = {rw.map(n.inputs[0]),
-                              out.add_constant(out.unique_name(w.name + "_live_taps"), nw)};
-  for (size_t i = 2; i < n.inputs.size(); ++i) ins.push_back(rw.map(n.inputs[i]));
   const std::string& y = g.value(n.outputs[0]).name;
-  rw.set(n.outputs[0],
-         out.add_node(out.unique_name(n.name), "conv2d", attrs, ins, {output_name(out, y)})[0]);
+  rw.set(n.outputs[0], conv_like(rw, n, rw.map(n.inputs[0]), cut_taps(w, first, last), attrs,
+                                 output_name(rw.out(), y)));
   return true;
+}
+
+// A convolution is cut when its bands cost at most this fraction of it (each band is a kernel of
+// its own, and the bands are copied into one output).
+constexpr double kMaxBandsCost = 0.8;
+
+// A dilated convolution on a map about as small as its dilation (DeepLabv3's atrous rate 12 on a
+// 14 x 14 map) multiplies mostly padding: at each output only the taps that land inside the map
+// count. Cut along one spatial axis into bands of outputs that read the same taps, each band is a
+// convolution without padding on that axis, over the rows its taps read (a slice), with the
+// weight cut to those taps; the bands are concatenated. A band re-reads its taps' weights, which
+// at batch 1 stream from memory: a band of P output positions and T taps costs T * (P + R)
+// multiplies per channel pair, R the multiplies the target does in the time it streams one
+// weight (Target::memory_bytes_per_cycle), and the cut is made when the bands cost at most
+// kMaxBandsCost of the whole. cut_conv_bands repeats until no cut pays, so the bands of one axis
+// may be cut along the other.
+bool cut_into_bands(GraphRewriter& rw, const Node& n, const Target& target) {
+  const Graph& g = rw.old();
+  if (!conv_with_constant_weight(g, n)) return false;
+  const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
+  const std::vector<int64_t>& ys = g.value(n.outputs[0]).type.shape;
+  const Value& w = g.value(n.inputs[1]);
+  const std::vector<int64_t>& ws = w.type.shape;
+  ops::Window win = ops::parse_window(n.attrs, 2, ops::kWindowGroup);
+  double stream = target.flops_per_cycle() / 2 * 4 / target.memory_bytes_per_cycle();
+  auto cost = [&](int64_t taps, int64_t positions) {
+    return static_cast<double>(taps) * (static_cast<double>(positions) + stream);
+  };
+  for (int d = 0; d < 2; ++d) {
+    int64_t K = ws[2 + d], in = xs[2 + d], out = ys[2 + d];
+    int64_t other_taps = ws[3 - d], other_out = ys[3 - d];
+    int64_t s = win.strides[d], dil = win.dilations[d];
+    std::vector<LiveTaps> live = live_taps(K, in, out, s, dil, win.pad_lo[d]);
+    // Bands: runs of outputs with the same live taps, [begin, end).
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    double bands_cost = 0;
+    for (int64_t a = 0; a < out;) {
+      if (live[a].last < live[a].first) return false;  // padding only: leave it to the op
+      int64_t b = a;
+      while (b < out && live[b] == live[a]) ++b;
+      runs.push_back({a, b});
+      bands_cost += cost((live[a].last - live[a].first + 1) * other_taps, (b - a) * other_out);
+      a = b;
+    }
+    if (runs.size() < 2 || bands_cost > kMaxBandsCost * cost(K * other_taps, out * other_out))
+      continue;
+    Graph& o = rw.out();
+    const std::string& y = g.value(n.outputs[0]).name;
+    std::vector<ValueId> bands;
+    for (auto [a, b] : runs) {
+      // Rows [r0, r1) are what taps [first, last] read for outputs [a, b), all inside the input.
+      int64_t r0 = a * s + live[a].first * dil - win.pad_lo[d];
+      int64_t r1 = (b - 1) * s + live[a].last * dil - win.pad_lo[d] + 1;
+      ValueId x = rw.map(n.inputs[0]);
+      if (r0 > 0 || r1 < in) {
+        ops::Attrs slice("slice", {{"starts", std::vector<int64_t>{r0}},
+                                   {"ends", std::vector<int64_t>{r1}},
+                                   {"axes", std::vector<int64_t>{2 + d}}});
+        x = o.add(o.unique_name(n.name + "_band_input"), "slice", slice, {x});
+      }
+      int64_t first[2] = {0, 0}, last[2] = {ws[2] - 1, ws[3] - 1};
+      first[d] = live[a].first;
+      last[d] = live[a].last;
+      std::vector<int64_t> pads = {win.pad_lo[0], win.pad_lo[1], win.pad_hi[0], win.pad_hi[1]};
+      pads[d] = pads[2 + d] = 0;
+      ops::Attrs attrs = n.attrs;
+      attrs.set("pads", pads);
+      bands.push_back(
+          conv_like(rw, n, x, cut_taps(w, first, last), attrs, o.unique_name(y + "_band")));
+    }
+    rw.set(n.outputs[0], o.add_node(o.unique_name(n.name + "_bands"), "concat",
+                                    ops::Attrs("concat", {{"axis", int64_t{2 + d}}}), bands,
+                                    {output_name(o, y)})[0]);
+    return true;
+  }
+  return false;
 }
 
 // One round: every anchor absorbs at most its one affine consumer. Returns whether it changed.
@@ -338,6 +448,25 @@ Graph simplify_inference(const Graph& g) {
     Graph next;
     if (!simplify_round(cur, next)) return next;
     cur = std::move(next);
+  }
+}
+
+// ---- cut_conv_bands
+
+Graph cut_conv_bands(const Graph& g, const Target& target) {
+  Graph cur = g;
+  for (;;) {
+    GraphRewriter rw(cur);
+    bool changed = false;
+    for (NodeId id = 0; id < static_cast<NodeId>(cur.num_nodes()); ++id) {
+      if (cut_into_bands(rw, cur.node(id), target)) {
+        changed = true;
+        continue;
+      }
+      rw.copy_node(id);
+    }
+    if (!changed) return cur;
+    cur = rw.finish();
   }
 }
 

@@ -14,6 +14,10 @@ namespace anvil::graph {
 // Inference simplification: batch_norm (and scalar mul/add scales) folded into the preceding
 // conv2d / dense weights and bias; dropout and identity removed.
 Graph simplify_inference(const Graph& g);
+// Dilated convolutions whose taps mostly read padding (a dilation about as large as the map) cut
+// into bands of outputs that read the same taps, where the target's balance of multiplies and
+// weight streaming says the bands cost less (CPU targets).
+Graph cut_conv_bands(const Graph& g, const Target& target);
 // Nodes whose inputs are all constants evaluated (with the operators' references) and replaced
 // by constants.
 Graph fold_constants(const Graph& g);

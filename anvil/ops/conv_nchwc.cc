@@ -17,7 +17,11 @@
 //   an epilogue the schedule fuses). float32 only.
 //
 //   conv2d_nchwc_pack_weight            OIHW [O, C, KH, KW] -> [O'/ob, C'/ib, KH, KW, ib, ob]
-//                                       attrs in_block, out_block; O', C' padded with zeros
+//                                       attrs in_block, out_block; O', C' padded with zeros.
+//                                       With merge m > 1 (and group G), the weight of G groups of
+//                                       O/G = ob/m output channels becomes that of ceil(G/m)
+//                                       groups of ob: block-diagonal, each output channel's C
+//                                       weights at its group's slot (C' = m*C), zeros elsewhere
 //   depthwise_conv2d_nchwc_pack_weight  [C, 1, KH, KW] -> [C'/b, 1, KH, KW, 1, b]; attr block
 //
 // The schedules are in conv_nchwc_schedule.cc.
@@ -310,7 +314,8 @@ void register_conv(const std::string& name) {
 
 struct Pack {
   int64_t O = 0, C = 0, KH = 0, KW = 0, ib = 1, ob = 1;
-  std::vector<int64_t> shape;  // the packed shape
+  int64_t merge = 1, group_out = 0;  // groups merged into one; output channels per group
+  std::vector<int64_t> shape;        // the packed shape
 };
 
 Pack parse_pack(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -335,7 +340,17 @@ Pack parse_pack(const std::string& op, const std::vector<TensorType>& in, const 
   } else {
     k.ib = block("in_block");
     k.ob = block("out_block");
-    k.shape = {(k.O + k.ob - 1) / k.ob, (k.C + k.ib - 1) / k.ib, k.KH, k.KW, k.ib, k.ob};
+    k.merge = attrs.get_int("merge");
+    int64_t group = attrs.get_int("group");
+    if (k.merge > 1) {
+      ANVIL_CHECK(
+          k.O % group == 0 && (k.O / group) * k.merge == k.ob && (k.merge * k.C) % k.ib == 0, op,
+          ": merging ", k.merge, " of ", group, " groups of weight ", to_string(in[0]),
+          " needs out_block = merge * O/group and in_block dividing merge * C (blocks ", k.ib, ", ",
+          k.ob, ")");
+      k.group_out = k.O / group;
+    }
+    k.shape = {(k.O + k.ob - 1) / k.ob, (k.merge * k.C + k.ib - 1) / k.ib, k.KH, k.KW, k.ib, k.ob};
   }
   return k;
 }
@@ -350,8 +365,15 @@ void register_pack(const std::string& name) {
   if (name == "depthwise_conv2d_nchwc_pack_weight") {
     def.attrs = std::vector<AttrSpec>{block("block", "the channel block")};
   } else {
-    def.attrs = std::vector<AttrSpec>{block("in_block", "the input channel block"),
-                                      block("out_block", "the output channel block")};
+    def.attrs = std::vector<AttrSpec>{
+        block("in_block", "the input channel block"),
+        block("out_block", "the output channel block"),
+        AttrSpec{"group", AttrType::kInt, int64_t{1}, {positive()}, "the weight's groups"},
+        AttrSpec{"merge",
+                 AttrType::kInt,
+                 int64_t{1},
+                 {positive()},
+                 "groups merged into one, block-diagonal (out_block = merge * O/group)"}};
   }
   def.flops = flops_none();
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -366,9 +388,17 @@ void register_pack(const std::string& name) {
           Expr o = i[0] * static_cast<int>(k.ob) + i[5];
           Expr c = i[1] * static_cast<int>(k.ib) + i[4];
           Expr cond;
-          if (k.O % k.ob) cond = o < static_cast<int>(k.O);
-          if (k.C % k.ib)
-            cond = cond.defined() ? (cond && c < static_cast<int>(k.C)) : c < static_cast<int>(k.C);
+          auto both = [&](Expr e) { cond = cond.defined() ? (cond && e) : e; };
+          if (k.O % k.ob) both(o < static_cast<int>(k.O));
+          if (k.merge > 1) {
+            // Input channel c of the merged group is channel c % C of its slot c / C; output
+            // channel o's group sits in slot (o / group_out) % merge.
+            Expr slot = floordiv(i[5], static_cast<int>(k.group_out));
+            both(floordiv(c, static_cast<int>(k.C)) == slot);
+            c = floormod(c, static_cast<int>(k.C));
+          } else if (k.C % k.ib) {
+            both(c < static_cast<int>(k.C));
+          }
           Expr v = w(cond.defined() ? clamp_index(o, k.O) : o,
                      cond.defined() ? clamp_index(c, k.C) : c, i[2], i[3]);
           return cond.defined() ? select(cond, v, 0.0f) : v;
@@ -384,11 +414,14 @@ void register_pack(const std::string& name) {
     // Zero everywhere, then every weight to its place.
     std::fill(o, o + out.numel(), 0.0f);
     for (int64_t oc = 0; oc < k.O; ++oc) {
-      for (int64_t c = 0; c < k.C; ++c) {
+      // Merged groups: output channel oc's weights go to its group's slot of input channels.
+      int64_t slot = k.merge > 1 ? (oc % k.ob) / k.group_out * k.C : 0;
+      for (int64_t c0 = 0; c0 < k.C; ++c0) {
+        int64_t c = slot + c0;
         for (int64_t t = 0; t < taps; ++t) {
           int64_t dst = (((oc / k.ob) * k.shape[1] + c / k.ib) * taps + t) * k.ib * k.ob +
                         (c % k.ib) * k.ob + oc % k.ob;
-          o[dst] = w[(oc * k.C + c) * taps + t];
+          o[dst] = w[(oc * k.C + c0) * taps + t];
         }
       }
     }

@@ -228,6 +228,48 @@ TEST(AlterLayout, TransposedGroupedAndUnsupportedConvs) {
   expect_same_outputs(g, fold_constants(a));
 }
 
+// Groups narrower than a vector merge into vector-wide block-diagonal groups, so a ResNeXt-like
+// chain (1x1, grouped 3x3 with 4 channels per group, 1x1) and a RegNet-Y-like one (8 per group,
+// 13 groups: 104 channels padded to 112) stay in one block from boundary to boundary.
+TEST(AlterLayout, NarrowGroupsMergeIntoWholeVectors) {
+  struct Case {
+    int bits;
+    int64_t channels, group, merge;
+  };
+  for (Case c : {Case{512, 32, 8, 4}, Case{512, 104, 13, 2}, Case{256, 32, 8, 2}}) {
+    SCOPED_TRACE(std::to_string(c.bits) + " bits, " + std::to_string(c.group) + " groups");
+    int64_t C = c.channels, cg = C / c.group;
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 16, 6, 6}, f32});
+    ValueId a = g.add("a", "conv2d", conv({0, 0, 0, 0}), {x, param(g, "wa", {C, 16, 1, 1}, 1)});
+    ValueId r = g.add("r", "relu", Attrs(), {a});
+    ValueId gc = g.add("grouped", "conv2d", conv({1, 1, 1, 1}, {1, 1}, c.group),
+                       {r, param(g, "wg", {C, cg, 3, 3}, 2), param(g, "bg", {C}, 3)});
+    ValueId r2 = g.add("r2", "relu", Attrs(), {gc});
+    g.add_output(g.add("b", "conv2d", conv({0, 0, 0, 0}), {r2, param(g, "wb", {16, C, 1, 1}, 4)}));
+    Graph al = alter_layout(g, target_with_bits(c.bits));
+    EXPECT_EQ(count_op(al, "conv2d_nchwc"), 3) << al.str();
+    EXPECT_EQ(transforms(al), std::make_pair(1, 1)) << al.str();
+    int64_t lanes = c.bits / 32;
+    int merged_packs = 0, grouped_convs = 0;
+    for (const Node& n : al.nodes()) {
+      if (n.op == "conv2d_nchwc_pack_weight" && n.attrs.get_int("merge") > 1) {
+        ++merged_packs;
+        EXPECT_EQ(n.attrs.get_int("merge"), c.merge);
+        EXPECT_EQ(n.attrs.get_int("out_block"), lanes);
+      }
+      if (n.op == "conv2d_nchwc" && n.attrs.get_int("group") != 1) {
+        ++grouped_convs;
+        EXPECT_EQ(n.attrs.get_int("group"), (c.group + c.merge - 1) / c.merge) << al.str();
+      }
+    }
+    EXPECT_EQ(merged_packs, 1) << al.str();
+    EXPECT_EQ(grouped_convs, 1) << al.str();
+    expect_same_outputs(g, al);
+    expect_same_outputs(g, fold_constants(al));
+  }
+}
+
 // Constant weights of dense and lstm are packed into panels (by fold_constants, once); a dense
 // with a weight that is a graph input stays dense.
 TEST(AlterLayout, DenseAndLstmWeightsArePacked) {

@@ -37,6 +37,7 @@ struct Conv {
   int64_t ib = 1, ob = 1;  // depthwise: ib is the block
   std::vector<int64_t> strides = {}, pads = {}, dilations = {};
   int64_t group = 1;  // conv2d_nchwc only
+  int64_t merge = 1;  // groups merged into one by the weight packing (conv2d_nchwc)
 
   std::string op() const { return depthwise ? "depthwise_conv2d_nchwc" : "conv2d_nchwc"; }
   int64_t blocks(int64_t c, int64_t b) const { return (c + b - 1) / b; }
@@ -45,13 +46,13 @@ struct Conv {
     if (!strides.empty()) v["strides"] = strides;
     if (!pads.empty()) v["pads"] = pads;
     if (!dilations.empty()) v["dilations"] = dilations;
-    if (group != 1) v["group"] = group;
+    if (group != 1) v["group"] = (group + merge - 1) / merge;
     return Attrs(op(), v);
   }
   std::vector<TensorType> types() const {
     std::vector<int64_t> x = {N, blocks(C, ib), H, W, ib};
     if (depthwise) return {{x, f32}, {{blocks(C, ib), 1, KH, KW, 1, ib}, f32}};
-    return {{x, f32}, {{blocks(O, ob), blocks(C / group, ib), KH, KW, ib, ob}, f32}};
+    return {{x, f32}, {{blocks(O, ob), blocks(C / group * merge, ib), KH, KW, ib, ob}, f32}};
   }
   std::string str() const {
     std::ostringstream os;
@@ -61,7 +62,7 @@ struct Conv {
       os << "]";
     };
     os << op() << " N=" << N << " C=" << C << " HxW=" << H << "x" << W << " O=" << O << " K=" << KH
-       << "x" << KW << " ib=" << ib << " ob=" << ob << " group=" << group;
+       << "x" << KW << " ib=" << ib << " ob=" << ob << " group=" << group << " merge=" << merge;
     l("strides", strides);
     l("pads", pads);
     l("dilations", dilations);
@@ -518,8 +519,10 @@ TEST(DepthwiseConv2dNchwc, Randomized) {
 
 // ---- packing and cross-checks with the NCHW conv2d
 
-Attrs pack_attrs(int64_t ib, int64_t ob) {
-  return Attrs("conv2d_nchwc_pack_weight", {{"in_block", ib}, {"out_block", ob}});
+Attrs pack_attrs(int64_t ib, int64_t ob, int64_t group = 1, int64_t merge = 1) {
+  if (merge == 1) return Attrs("conv2d_nchwc_pack_weight", {{"in_block", ib}, {"out_block", ob}});
+  return Attrs("conv2d_nchwc_pack_weight",
+               {{"in_block", ib}, {"out_block", ob}, {"group", group}, {"merge", merge}});
 }
 Attrs dw_pack_attrs(int64_t b) {
   return Attrs("depthwise_conv2d_nchwc_pack_weight", {{"block", b}});
@@ -532,6 +535,9 @@ TEST(Conv2dNchwcPackWeight, Shapes) {
   check_op("conv2d_nchwc_pack_weight", {{{13, 5, 3, 2}, f32}}, pack_attrs(4, 8), exact);
   check_op("conv2d_nchwc_pack_weight", {{{64, 3, 7, 7}, f32}}, pack_attrs(3, 16), exact);
   check_op("conv2d_nchwc_pack_weight", {{{7, 9, 1, 1}, f32}}, pack_attrs(1, 3), exact);
+  // Merged groups: 8 groups of 4 into 2 of 16; 3 groups of 8 into 2 of 16 (the last padded).
+  check_op("conv2d_nchwc_pack_weight", {{{32, 4, 3, 3}, f32}}, pack_attrs(16, 16, 8, 4), exact);
+  check_op("conv2d_nchwc_pack_weight", {{{24, 8, 1, 2}, f32}}, pack_attrs(16, 16, 3, 2), exact);
   check_op("depthwise_conv2d_nchwc_pack_weight", {{{32, 1, 3, 3}, f32}}, dw_pack_attrs(16), exact);
   check_op("depthwise_conv2d_nchwc_pack_weight", {{{10, 1, 5, 3}, f32}}, dw_pack_attrs(4), exact);
   EXPECT_EQ(lookup("conv2d_nchwc_pack_weight").pattern, Pattern::kInjective);
@@ -573,7 +579,8 @@ void cross_check(const Conv& c, uint32_t seed) {
   runtime::NDArray wb =
       c.depthwise
           ? lookup("depthwise_conv2d_nchwc_pack_weight").reference({w}, dw_pack_attrs(c.ib))[0]
-          : lookup("conv2d_nchwc_pack_weight").reference({w}, pack_attrs(c.ib, c.ob))[0];
+          : lookup("conv2d_nchwc_pack_weight")
+                .reference({w}, pack_attrs(c.ib, c.ob, c.group, c.merge))[0];
   runtime::NDArray wantb =
       lt.reference({want}, layout("NCHW", "NCHW" + std::to_string(ob) + "c"))[0];
   runtime::NDArray ref = lookup(c.op()).reference({xb, wb}, c.attrs())[0];
@@ -661,6 +668,45 @@ TEST(Conv2dNchwc, CrossCheckWithNchwConv2d) {
               6);
   cross_check({.C = 32, .H = 5, .W = 6, .O = 64, .KH = 1, .KW = 1, .ib = 8, .ob = 8, .group = 2},
               7);
+  // Groups narrower than the block, merged block-diagonally: ResNeXt's 4 channels per group,
+  // four to a block of 16; RegNet-Y's 8, two to a block, an odd count (the last block half
+  // padding); 2 per group, four to a block of 8.
+  cross_check({.C = 32,
+               .H = 6,
+               .W = 7,
+               .O = 32,
+               .KH = 3,
+               .KW = 3,
+               .ib = 16,
+               .ob = 16,
+               .pads = {1, 1, 1, 1},
+               .group = 8,
+               .merge = 4},
+              8);
+  cross_check({.C = 24,
+               .H = 9,
+               .W = 8,
+               .O = 24,
+               .KH = 3,
+               .KW = 3,
+               .ib = 16,
+               .ob = 16,
+               .strides = {2, 2},
+               .pads = {1, 1, 1, 1},
+               .group = 3,
+               .merge = 2},
+              9);
+  cross_check({.C = 16,
+               .H = 5,
+               .W = 5,
+               .O = 16,
+               .KH = 1,
+               .KW = 1,
+               .ib = 8,
+               .ob = 8,
+               .group = 8,
+               .merge = 4},
+              10);
 }
 
 // ---- fused epilogues

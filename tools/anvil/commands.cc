@@ -120,6 +120,7 @@ std::vector<std::string> printable_passes() {
   return {"all",
           "simplify_inference",
           "fold_constants",
+          "cut_conv_bands",
           "alter_layout",
           "eliminate_common_subexpressions",
           "eliminate_dead_code"};
