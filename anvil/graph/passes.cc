@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <numbers>
+#include <optional>
 #include <tuple>
 
 #include "anvil/ops/window.h"
@@ -220,6 +222,82 @@ bool no_op_pad(const Node& n) {
   return true;
 }
 
+// The value of a float32 constant with one element, or none.
+std::optional<double> scalar_constant(const Graph& g, ValueId v) {
+  const Value& c = g.value(v);
+  if (!is_f32_constant(g, v) || c.data.numel() != 1) return std::nullopt;
+  return static_cast<double>(f32_data(c)[0]);
+}
+
+bool near(std::optional<double> v, double want) {
+  return v && std::abs(*v - want) <= 1e-6 * std::abs(want);
+}
+
+// The GELU that exporters spell out, 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's nn.GELU: div, erf,
+// add 1, mul by x, mul by 0.5; or 0.5 x first, or x times 1 / sqrt 2), ending at node `n`,
+// becomes one gelu: then its x, a dense or convolution output read twice by the pattern, is read
+// once, and the gelu fuses into that kernel's epilogue. Returns whether `n` was rewritten; the
+// pattern's other nodes are left to dead-code elimination.
+bool recognize_gelu(GraphRewriter& rw, const Node& n,
+                    const std::vector<std::vector<NodeId>>& users) {
+  const Graph& g = rw.old();
+  if (n.op != "mul" || n.inputs.size() != 2 || n.outputs.size() != 1 ||
+      g.value(n.outputs[0]).type.dtype != ir::DataType::Float32())
+    return false;
+  // The node producing v, when v is an intermediate value read once, by one node.
+  auto sole = [&](ValueId v, const char* op) -> const Node* {
+    const Value& val = g.value(v);
+    if (val.kind != ValueKind::kNodeOutput || is_output(g, v) || users[v].size() != 1)
+      return nullptr;
+    const Node& p = g.node(val.node);
+    return p.op == op && p.outputs.size() == 1 ? &p : nullptr;
+  };
+  // The other operand of binary node b when one operand is the scalar constant `c`.
+  auto other_than_scalar = [&](const Node& b, double c) -> std::optional<ValueId> {
+    if (b.inputs.size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k)
+      if (near(scalar_constant(g, b.inputs[k]), c)) return b.inputs[1 - k];
+    return std::nullopt;
+  };
+  // 1 + erf(x / sqrt 2) as node `a`: returns x.
+  auto one_plus_erf = [&](ValueId v) -> std::optional<ValueId> {
+    const Node* a = sole(v, "add");
+    std::optional<ValueId> e = a ? other_than_scalar(*a, 1.0) : std::nullopt;
+    const Node* erf = e ? sole(*e, "erf") : nullptr;
+    if (!erf || erf->inputs.size() != 1) return std::nullopt;
+    if (const Node* d = sole(erf->inputs[0], "div")) {
+      if (d->inputs.size() == 2 && near(scalar_constant(g, d->inputs[1]), std::numbers::sqrt2))
+        return d->inputs[0];
+    } else if (const Node* m = sole(erf->inputs[0], "mul")) {
+      return other_than_scalar(*m, 1 / std::numbers::sqrt2);
+    }
+    return std::nullopt;
+  };
+  std::optional<ValueId> x;
+  if (std::optional<ValueId> half_of = other_than_scalar(n, 0.5)) {
+    // (x (1 + erf)) 0.5
+    if (const Node* m = sole(*half_of, "mul")) {
+      for (int k = 0; k < 2 && !x; ++k) {
+        std::optional<ValueId> inner = one_plus_erf(m->inputs[k]);
+        if (inner && *inner == m->inputs[1 - k]) x = inner;
+      }
+    }
+  } else {
+    // (0.5 x) (1 + erf)
+    for (int k = 0; k < 2 && !x; ++k) {
+      const Node* h = sole(n.inputs[k], "mul");
+      std::optional<ValueId> hx = h ? other_than_scalar(*h, 0.5) : std::nullopt;
+      std::optional<ValueId> inner = hx ? one_plus_erf(n.inputs[1 - k]) : std::nullopt;
+      if (inner && *inner == *hx) x = inner;
+    }
+  }
+  if (!x) return false;
+  Graph& out = rw.out();
+  rw.set(n.outputs[0], out.add(output_name(out, g.value(n.outputs[0]).name), "gelu",
+                               ops::Attrs("gelu", {}), {rw.map(*x)}));
+  return true;
+}
+
 // For each output position of a convolution along one spatial axis, the first and last tap that
 // read inside the input (taps between them do too; first > last: none).
 struct LiveTaps {
@@ -410,7 +488,7 @@ bool simplify_round(const Graph& g, Graph& result) {
       changed = true;
       continue;
     }
-    if (drop_dead_taps(rw, n)) {
+    if (drop_dead_taps(rw, n) || recognize_gelu(rw, n, users)) {
       changed = true;
       continue;
     }

@@ -168,6 +168,44 @@ TEST(CutConvBands, CutsWhereTheBandsCostLess) {
   }
 }
 
+// The GELU exporters spell out becomes one gelu, in PyTorch's order (x / sqrt 2, erf, + 1, * x,
+// * 0.5), with the half taken first, and with x times 1 / sqrt 2; not when an intermediate value
+// is read elsewhere, or with another constant.
+TEST(SimplifyInference, RecognizesGelu) {
+  auto scalar = [](Graph& g, const std::string& name, float v) {
+    runtime::NDArray a = runtime::NDArray::empty({}, runtime::dl_float32());
+    a.data_as<float>()[0] = v;
+    return g.add_constant(name, a);
+  };
+  for (int form = 0; form < 5; ++form) {
+    SCOPED_TRACE(form);
+    Graph g;
+    ValueId in = g.add_input("in", {{2, 8}, f32});
+    ValueId x =
+        g.add("fc", "dense", Attrs(), {in, param(g, "w", {6, 8}, 1), param(g, "b", {6}, 2)});
+    ValueId scaled = form == 2 ? g.add("scale", "mul", Attrs(), {x, scalar(g, "r", 0.70710678f)})
+                               : g.add("scale", "div", Attrs(),
+                                       {x, scalar(g, "s", form == 4 ? 1.5f : 1.41421356f)});
+    ValueId e = g.add("erf", "erf", Attrs(), {scaled});
+    ValueId a = g.add("one_plus", "add", Attrs(), {scalar(g, "one", 1.0f), e});
+    ValueId y;
+    if (form == 1) {
+      ValueId h = g.add("half_x", "mul", Attrs(), {scalar(g, "half", 0.5f), x});
+      y = g.add("gelu_out", "mul", Attrs(), {a, h});
+    } else {
+      ValueId m = g.add("times_x", "mul", Attrs(), {x, a});
+      y = g.add("gelu_out", "mul", Attrs(), {m, scalar(g, "half", 0.5f)});
+    }
+    g.add_output(y);
+    if (form == 3) g.add_output(g.add("other", "relu", Attrs(), {e}));  // erf read elsewhere
+    Graph s = eliminate_dead_code(simplify_inference(g));
+    bool expected = form <= 2;
+    EXPECT_EQ(count_op(s, "gelu"), expected ? 1 : 0) << s.str();
+    EXPECT_EQ(count_op(s, "erf"), expected ? 0 : 1) << s.str();
+    expect_same_outputs(g, s);
+  }
+}
+
 TEST(SimplifyInference, LeavesSharedAndNonConstantOperandsAlone) {
   Graph g;
   ValueId x = g.add_input("x", {{1, 4, 5, 5}, f32});
