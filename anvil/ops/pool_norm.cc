@@ -551,8 +551,12 @@ void register_batch_norm() {
 // The affine parameters' indices for an element, given its coordinates.
 using ParamIndex = std::function<std::vector<Expr>(const std::vector<Var>&)>;
 
+// The interleaved partial sums of a row's statistics (normalize).
+constexpr int64_t kStatPartials = 16;
+
 // The normalized tensor: stages `<op>_mean` and `<op>_var` (shape: the leading `outer`
-// dimensions, or [1] when there are none) and the output.
+// dimensions, or [1] when there are none; over one axis of a multiple of kStatPartials, each
+// sums a `<op>_mean_partial` / `<op>_var_partial` stage) and the output.
 te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, double eps,
                      const te::Tensor& scale, const te::Tensor& bias, const ParamIndex& index) {
   std::vector<int64_t> xs = shape_of(x);
@@ -578,18 +582,57 @@ te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, d
     }
     return r;
   };
-  std::vector<IterVar> rm = reduce_axes("rm");
-  te::Tensor mean = te::compute(
-      to_exprs(row_shape),
-      [&](const std::vector<Var>& i) { return te::sum(x_at(i, rm) * inv_cols, rm); }, op + "_mean");
-  std::vector<IterVar> rv = reduce_axes("rv");
-  te::Tensor var = te::compute(
-      to_exprs(row_shape),
-      [&](const std::vector<Var>& i) {
-        Expr d = x_at(i, rv) - mean(row_of(i));
-        return te::sum(d * d * inv_cols, rv);
-      },
-      op + "_var");
+  te::Tensor mean, var;
+  if (outer > 0 && xs.size() - outer == 1 && cols % kStatPartials == 0 && cols > kStatPartials) {
+    // A row of one axis is summed in kStatPartials interleaved partial sums (elements p,
+    // p + kStatPartials, ...: a vector of accumulators where one scalar sum would wait on each add
+    // before it), then the partial sums are added.
+    std::vector<int64_t> partial_shape = row_shape;
+    partial_shape.push_back(kStatPartials);
+    auto partial = [&](const std::string& name, auto term) {
+      IterVar r = te::reduce_axis(static_cast<int>(cols / kStatPartials), "r");
+      return te::compute(
+          to_exprs(partial_shape),
+          [&](const std::vector<Var>& i) {
+            std::vector<Expr> idx(i.begin(), i.end() - 1);
+            idx.push_back(r->var * static_cast<int>(kStatPartials) + i.back());
+            std::vector<Var> row(i.begin(), i.end() - 1);
+            return te::sum(term(x(idx), row), {r});
+          },
+          name);
+    };
+    auto total = [&](const std::string& name, const te::Tensor& parts) {
+      IterVar p = te::reduce_axis(static_cast<int>(kStatPartials), "p");
+      return te::compute(
+          to_exprs(row_shape),
+          [&](const std::vector<Var>& i) {
+            std::vector<Expr> idx(i.begin(), i.end());
+            idx.push_back(p->var);
+            return te::sum(parts(idx) * inv_cols, {p});
+          },
+          name);
+    };
+    mean = total(op + "_mean",
+                 partial(op + "_mean_partial", [](Expr v, const std::vector<Var>&) { return v; }));
+    var = total(op + "_var", partial(op + "_var_partial", [&](Expr v, const std::vector<Var>& row) {
+                  Expr d = v - mean(std::vector<Expr>(row.begin(), row.end()));
+                  return d * d;
+                }));
+  } else {
+    std::vector<IterVar> rm = reduce_axes("rm");
+    mean = te::compute(
+        to_exprs(row_shape),
+        [&](const std::vector<Var>& i) { return te::sum(x_at(i, rm) * inv_cols, rm); },
+        op + "_mean");
+    std::vector<IterVar> rv = reduce_axes("rv");
+    var = te::compute(
+        to_exprs(row_shape),
+        [&](const std::vector<Var>& i) {
+          Expr d = x_at(i, rv) - mean(row_of(i));
+          return te::sum(d * d * inv_cols, rv);
+        },
+        op + "_var");
+  }
   Expr e = make_const(DataType::Float32(), eps);
   return te::compute(
       x->shape,
@@ -605,11 +648,17 @@ te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, d
       op);
 }
 
-// Rule for a normalization: the output's leading (row) dimensions are fused into one loop,
+// Rule for a normalization: injective producers inlined; the output's leading (row) dimensions are
+// fused into one loop,
 // parallel when the work reaches kParallelWork and there are at least two rows; the row's mean
 // and variance are computed inside it (compute_at), just for that row; the row dimensions are
 // fused and vectorized by the vector width when a row holds at least one vector.
 void schedule_norm_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
+  // Injective stages before the normalization (ConvNeXt's transpose out of the blocked layout)
+  // are read where the row reads them: computed whole at the root they would be serial copies
+  // of the tensor, and a row reads its elements three times from L1.
+  for (const te::Tensor& t : te::topological_order({out}))
+    if (t.is_compute() && t.get() != out.get() && t->reduce_axis.empty()) s[t].compute_inline();
   te::Stage st = s[out];
   std::vector<IterVar> ax = st.axis();
   // The statistics stages (normalize's `<op>_mean` and `<op>_var`); a row is what they do not
@@ -631,7 +680,20 @@ void schedule_norm_x86(te::Schedule& s, const te::Tensor& out, const Target& tar
   if (outer == 0) return;  // one row: the statistics stay at the root
   IterVar row = ax[0];
   for (size_t d = 1; d < outer; ++d) row = st.fuse(row, ax[d]);
-  for (const te::Tensor& t : stats) s[t].compute_at(st, row);
+  for (const te::Tensor& t : stats) {
+    s[t].compute_at(st, row);
+    // Partial sums (normalize's `<stat>_partial`) inside the statistic, the partials' axis inside
+    // their reduction, vectorized.
+    for (const auto& u : t->inputs) {
+      te::Tensor part(u.get());
+      if (part.name() != t.name() + "_partial") continue;
+      te::Stage sp = s[part];
+      sp.compute_at(s[t], s[t].axis().back());
+      std::vector<IterVar> pax = sp.axis();
+      sp.reorder({sp.reduce_axis()[0], pax.back()});
+      sp.vectorize(pax.back());
+    }
+  }
   if (rows >= 2 && rows * cols * 3 >= kParallelWork) st.parallel(row);
 }
 

@@ -427,6 +427,11 @@ TEST(Norm, LayerNormRandom) {
            Attrs("layer_norm", {{"axis", int64_t{1}}}));
   check_op("layer_norm", {{{3, 40}, f32}, {{3, 40}, f32}, {{3, 40}, f32}},
            Attrs("layer_norm", {{"axis", int64_t{0}}}));
+  // Rows of a multiple of 16 over one axis: the statistics in 16 interleaved partial sums
+  // (ConvNeXt's 96 channels, ViT's 768, the smallest: 32).
+  check_op("layer_norm", {{{50, 96}, f32}, {{96}, f32}, {{96}, f32}}, Attrs("layer_norm", {}));
+  check_op("layer_norm", {{{2, 7, 768}, f32}, {{768}, f32}}, Attrs("layer_norm", {}));
+  check_op("layer_norm", {{{3, 32}, f32}, {{32}, f32}, {{32}, f32}}, Attrs("layer_norm", {}));
 }
 
 TEST(Norm, InstanceNormRandom) {
