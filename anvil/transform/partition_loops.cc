@@ -277,6 +277,20 @@ class PartitionLoops : public IRMutator {
     if (!cut) return Stmt();
 
     DataType t = op->var.type();
+    if (op->kind == ForKind::kParallel) {
+      // A parallel loop stays one loop whose iterations pick their part: the guarded part (a
+      // split's tail tile) runs beside the others, not after them on one thread.
+      auto body_of = [&](int64_t lo, int64_t hi, bool fresh) {
+        Stmt body = eliminate(op->body, var, {lo, hi - 1});
+        if (fresh) body = with_fresh_binders(body);
+        Scoped scope(bounds_, var, {lo, hi - 1});
+        return remove_no_op(mutate(body));
+      };
+      Stmt first = body_of(begin, *cut, !prefix), second = body_of(*cut, end, prefix);
+      return For::make(op->var, op->min, op->extent, op->kind,
+                       IfThenElse::make(op->var < make_const(t, *cut), first, second),
+                       op->thread_tag);
+    }
     auto part = [&](int64_t lo, int64_t hi) {
       Stmt body = eliminate(op->body, var, {lo, hi - 1});
       return For::make(op->var, make_const(t, lo), make_const(t, hi - lo), op->kind, body,

@@ -12,7 +12,9 @@
 // is always false disappears).
 //
 // In each part, guards that hold (or fail) on every iteration are resolved. A loop is split only
-// when both parts are non-empty; loops bound to threads are never split.
+// when both parts are non-empty; loops bound to threads are never split. A parallel loop stays
+// one loop whose body picks its part (if (v < k) first part else second part), so that the
+// tail runs in parallel with the rest instead of after it.
 #pragma once
 
 #include "anvil/ir/stmt.h"

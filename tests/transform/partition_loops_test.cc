@@ -63,6 +63,23 @@ TEST(PartitionLoops, SplitTailOfOneHundredByEight) {
   EXPECT_TRUE(same_behavior(p.s, r, {p.a, p.b}));
 }
 
+// A parallel loop is not cut in two: its iterations choose between the guard-free body and the
+// tail's, so the tail tile runs beside the others.
+TEST(PartitionLoops, ParallelLoopPicksItsPartPerIteration) {
+  SplitCopy p(100, 8);
+  p.s = loop(p.xo, 0, 13, p.s.as<For>()->body, ForKind::kParallel);
+  Stmt r = partition_loops(p.s);
+  const For* f = r.as<For>();
+  ASSERT_NE(f, nullptr) << r;
+  EXPECT_EQ(f->kind, ForKind::kParallel);
+  EXPECT_TRUE(is_const_int(f->extent, 13));
+  const IfThenElse* pick = f->body.as<IfThenElse>();
+  ASSERT_NE(pick, nullptr) << r;
+  EXPECT_EQ(count<IfThenElse>(pick->then_case), 0) << r;  // whole blocks: no guard
+  EXPECT_EQ(count<IfThenElse>(pick->else_case), 0) << r;  // the tail: 4 elements, no guard
+  EXPECT_TRUE(same_behavior(p.s, r, {p.a, p.b})) << r;
+}
+
 TEST(PartitionLoops, SplitTailOfSevenByThree) {
   SplitCopy p(7, 3);
   Stmt r = partition_loops(p.s);
