@@ -332,11 +332,22 @@ runtime::NDArray cut_taps(const Value& w, const int64_t first[2], const int64_t 
   return nw;
 }
 
-// A float32 conv2d with a constant weight and a 4-d input: the candidates for cutting taps.
-bool conv_with_constant_weight(const Graph& g, const Node& n) {
-  return n.op == "conv2d" && n.inputs.size() >= 2 && n.outputs.size() == 1 &&
-         is_f32_constant(g, n.inputs[1]) && g.value(n.inputs[0]).type.shape.size() == 4 &&
-         g.value(n.inputs[1]).type.shape.size() == 4;
+// A float32 conv2d with a constant weight and a 4-d input (the candidates for cutting taps):
+// its input and output shapes, weight and window.
+struct ConvOperands {
+  const std::vector<int64_t>&xs, &ys;  // input, output
+  const Value& w;
+  const std::vector<int64_t>& ws;
+  ops::Window win;
+};
+std::optional<ConvOperands> conv_with_constant_weight(const Graph& g, const Node& n) {
+  if (n.op != "conv2d" || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+      !is_f32_constant(g, n.inputs[1]) || g.value(n.inputs[0]).type.shape.size() != 4 ||
+      g.value(n.inputs[1]).type.shape.size() != 4)
+    return std::nullopt;
+  const Value& w = g.value(n.inputs[1]);
+  return ConvOperands{g.value(n.inputs[0]).type.shape, g.value(n.outputs[0]).type.shape, w,
+                      w.type.shape, ops::parse_window(n.attrs, 2, ops::kWindowGroup)};
 }
 
 // The conv2d `n` with weight `w`, attributes `attrs` and input `x` (other inputs as they were).
@@ -357,12 +368,9 @@ ValueId conv_like(GraphRewriter& rw, const Node& n, ValueId x, runtime::NDArray 
 // whether `n` was rewritten.
 bool drop_dead_taps(GraphRewriter& rw, const Node& n) {
   const Graph& g = rw.old();
-  if (!conv_with_constant_weight(g, n)) return false;
-  const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
-  const std::vector<int64_t>& ys = g.value(n.outputs[0]).type.shape;
-  const Value& w = g.value(n.inputs[1]);
-  const std::vector<int64_t>& ws = w.type.shape;
-  ops::Window win = ops::parse_window(n.attrs, 2, ops::kWindowGroup);
+  std::optional<ConvOperands> c = conv_with_constant_weight(g, n);
+  if (!c) return false;
+  const auto& [xs, ys, w, ws, win] = *c;
   // Per spatial axis: the first and last tap that some output reads inside the input.
   int64_t first[2], last[2];
   std::vector<int64_t> lo = win.pad_lo, hi = win.pad_hi;
@@ -409,12 +417,9 @@ constexpr double kMaxBandsCost = 0.8;
 // may be cut along the other.
 bool cut_into_bands(GraphRewriter& rw, const Node& n, const Target& target) {
   const Graph& g = rw.old();
-  if (!conv_with_constant_weight(g, n)) return false;
-  const std::vector<int64_t>& xs = g.value(n.inputs[0]).type.shape;
-  const std::vector<int64_t>& ys = g.value(n.outputs[0]).type.shape;
-  const Value& w = g.value(n.inputs[1]);
-  const std::vector<int64_t>& ws = w.type.shape;
-  ops::Window win = ops::parse_window(n.attrs, 2, ops::kWindowGroup);
+  std::optional<ConvOperands> c = conv_with_constant_weight(g, n);
+  if (!c) return false;
+  const auto& [xs, ys, w, ws, win] = *c;
   double stream = target.flops_per_cycle() / 2 * 4 / target.memory_bytes_per_cycle();
   auto cost = [&](int64_t taps, int64_t positions) {
     return static_cast<double>(taps) * (static_cast<double>(positions) + stream);

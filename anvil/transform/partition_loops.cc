@@ -218,7 +218,11 @@ class PartitionLoops : public IRMutator {
     std::optional<int64_t> min = as_const_int(arith::simplify(op->min, bounds_));
     std::optional<int64_t> extent = as_const_int(arith::simplify(op->extent, bounds_));
     if (min && extent && *extent > 0 && op->kind != ForKind::kThreadBinding && budget > 0) {
-      if (Stmt parts = split(op, *min, *min + *extent, budget); parts.defined()) return parts;
+      if (op->kind == ForKind::kParallel) {
+        if (Stmt one = split_parallel(op, *min, *min + *extent, budget); one.defined()) return one;
+      } else if (Stmt parts = split(op, *min, *min + *extent, budget); parts.defined()) {
+        return parts;
+      }
     }
     // Not split: resolve the guards the whole range decides, then the inner loops.
     IntBounds range = loop_var_bounds(op->min, op->extent, bounds_);
@@ -240,6 +244,50 @@ class PartitionLoops : public IRMutator {
  private:
   bool provable(const Candidate& c, const Variable* var, int64_t lo, int64_t hi) const {
     return arith::can_prove(c.condition, bounds_at(bounds_, var, {lo, hi}, c.path));
+  }
+
+  // A parallel loop is split as a serial one would be, and its parts become the branches of one
+  // parallel loop (if (v < k1) part 1 else if (v < k2) part 2 ...): the guarded parts (a split's
+  // tail tile) run beside the others, not after them on one thread. Undefined when no guard gives
+  // a split.
+  Stmt split_parallel(const For* op, int64_t begin, int64_t end, int budget) {
+    Stmt serial = For::make(op->var, op->min, op->extent, ForKind::kSerial, op->body);
+    Stmt parts = split(serial.as<For>(), begin, end, budget);
+    if (!parts.defined()) return Stmt();
+    std::vector<const For*> loops;
+    bool all_loops = true;
+    auto collect = [&](auto&& self, const Stmt& st) -> void {
+      if (const Seq* seq = st.as<Seq>()) {
+        for (const Stmt& x : seq->stmts) self(self, x);
+      } else if (const For* f = st.as<For>();
+                 f && as_const_int(f->min) && as_const_int(f->extent)) {
+        loops.push_back(f);
+      } else if (!is_no_op(st)) {
+        all_loops = false;
+      }
+    };
+    collect(collect, parts);
+    if (!all_loops || loops.empty()) return Stmt();
+    Expr v = op->var;
+    DataType t = op->var.type();
+    Stmt chain = Evaluate::make(0);  // iterations in no part: every guard false there
+    for (size_t i = loops.size(); i-- > 0;) {
+      const For* f = loops[i];
+      int64_t lo = *as_const_int(f->min), hi = lo + *as_const_int(f->extent);
+      Stmt body = substitute(f->body, {{f->var.get(), v}});
+      // The branches before this one took the iterations below the previous part's end.
+      int64_t previous_end =
+          i == 0 ? begin : *as_const_int(loops[i - 1]->min) + *as_const_int(loops[i - 1]->extent);
+      bool gap = lo > previous_end;
+      if (i + 1 == loops.size() && hi == end && !gap) {
+        chain = body;
+        continue;
+      }
+      Expr in = v < make_const(t, hi);
+      if (gap) in = in && v >= make_const(t, lo);
+      chain = is_no_op(chain) ? IfThenElse::make(in, body) : IfThenElse::make(in, body, chain);
+    }
+    return For::make(op->var, op->min, op->extent, op->kind, chain, op->thread_tag);
   }
 
   // The loop over [begin, end) split where a guard stops (or starts) holding, each part with
@@ -277,20 +325,6 @@ class PartitionLoops : public IRMutator {
     if (!cut) return Stmt();
 
     DataType t = op->var.type();
-    if (op->kind == ForKind::kParallel) {
-      // A parallel loop stays one loop whose iterations pick their part: the guarded part (a
-      // split's tail tile) runs beside the others, not after them on one thread.
-      auto body_of = [&](int64_t lo, int64_t hi, bool fresh) {
-        Stmt body = eliminate(op->body, var, {lo, hi - 1});
-        if (fresh) body = with_fresh_binders(body);
-        Scoped scope(bounds_, var, {lo, hi - 1});
-        return remove_no_op(mutate(body));
-      };
-      Stmt first = body_of(begin, *cut, !prefix), second = body_of(*cut, end, prefix);
-      return For::make(op->var, op->min, op->extent, op->kind,
-                       IfThenElse::make(op->var < make_const(t, *cut), first, second),
-                       op->thread_tag);
-    }
     auto part = [&](int64_t lo, int64_t hi) {
       Stmt body = eliminate(op->body, var, {lo, hi - 1});
       return For::make(op->var, make_const(t, lo), make_const(t, hi - lo), op->kind, body,
