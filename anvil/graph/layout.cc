@@ -464,7 +464,7 @@ class LayoutRewriter {
   }
 
   // A slice of H and W, or a concat along H or W, of blocked values runs blocked: the spatial axes
-  // are the same in both layouts (a dilated convolution cut into bands, simplify_inference).
+  // are the same in both layouts (a dilated convolution cut into bands: cut_conv_bands).
   bool try_spatial(const Node& n) {
     if ((n.op != "slice" && n.op != "concat") || n.outputs.size() != 1 || n.inputs.empty())
       return false;

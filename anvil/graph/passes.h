@@ -12,7 +12,8 @@
 namespace anvil::graph {
 
 // Inference simplification: batch_norm (and scalar mul/add scales) folded into the preceding
-// conv2d / dense weights and bias; dropout and identity removed.
+// conv2d / dense weights and bias; dropout and identity removed; convolution taps that read only
+// padding cut; the GELU exporters spell out (0.5 x (1 + erf(x / sqrt 2))) made one gelu.
 Graph simplify_inference(const Graph& g);
 // Dilated convolutions whose taps mostly read padding (a dilation about as large as the map) cut
 // into bands of outputs that read the same taps, where the target's balance of multiplies and

@@ -649,10 +649,10 @@ te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, d
 }
 
 // Rule for a normalization: injective producers inlined; the output's leading (row) dimensions are
-// fused into one loop,
-// parallel when the work reaches kParallelWork and there are at least two rows; the row's mean
-// and variance are computed inside it (compute_at), just for that row; the row dimensions are
-// fused and vectorized by the vector width when a row holds at least one vector.
+// fused into one loop, parallel when the work reaches kParallelWork and there are at least two
+// rows; the row's mean and variance (and their partial sums) are computed inside it (compute_at),
+// just for that row; the row dimensions are fused and vectorized by the vector width when a row
+// holds at least one vector.
 void schedule_norm_x86(te::Schedule& s, const te::Tensor& out, const Target& target) {
   // Injective stages before the normalization (ConvNeXt's transpose out of the blocked layout)
   // are read where the row reads them: computed whole at the root they would be serial copies

@@ -254,38 +254,41 @@ class PartitionLoops : public IRMutator {
     Stmt serial = For::make(op->var, op->min, op->extent, ForKind::kSerial, op->body);
     Stmt parts = split(serial.as<For>(), begin, end, budget);
     if (!parts.defined()) return Stmt();
-    std::vector<const For*> loops;
+    // The parts in order: [lo, hi) and the body, on the parallel loop's variable.
+    struct Part {
+      int64_t lo, hi;
+      Stmt body;
+    };
+    std::vector<Part> found;
     bool all_loops = true;
     auto collect = [&](auto&& self, const Stmt& st) -> void {
       if (const Seq* seq = st.as<Seq>()) {
         for (const Stmt& x : seq->stmts) self(self, x);
       } else if (const For* f = st.as<For>();
                  f && as_const_int(f->min) && as_const_int(f->extent)) {
-        loops.push_back(f);
+        int64_t lo = *as_const_int(f->min);
+        found.push_back({lo, lo + *as_const_int(f->extent),
+                         substitute(f->body, {{f->var.get(), Expr(op->var)}})});
       } else if (!is_no_op(st)) {
         all_loops = false;
       }
     };
     collect(collect, parts);
-    if (!all_loops || loops.empty()) return Stmt();
-    Expr v = op->var;
+    if (!all_loops || found.empty()) return Stmt();
+    // From the last part back: the branches before a part take the iterations below the end of
+    // the part before it; a gap between parts (all its guards false) does nothing.
     DataType t = op->var.type();
-    Stmt chain = Evaluate::make(0);  // iterations in no part: every guard false there
-    for (size_t i = loops.size(); i-- > 0;) {
-      const For* f = loops[i];
-      int64_t lo = *as_const_int(f->min), hi = lo + *as_const_int(f->extent);
-      Stmt body = substitute(f->body, {{f->var.get(), v}});
-      // The branches before this one took the iterations below the previous part's end.
-      int64_t previous_end =
-          i == 0 ? begin : *as_const_int(loops[i - 1]->min) + *as_const_int(loops[i - 1]->extent);
-      bool gap = lo > previous_end;
-      if (i + 1 == loops.size() && hi == end && !gap) {
-        chain = body;
+    Stmt chain = Evaluate::make(0);
+    for (size_t i = found.size(); i-- > 0;) {
+      const Part& p = found[i];
+      bool gap = p.lo > (i == 0 ? begin : found[i - 1].hi);
+      if (i + 1 == found.size() && p.hi == end && !gap) {
+        chain = p.body;
         continue;
       }
-      Expr in = v < make_const(t, hi);
-      if (gap) in = in && v >= make_const(t, lo);
-      chain = is_no_op(chain) ? IfThenElse::make(in, body) : IfThenElse::make(in, body, chain);
+      Expr in = op->var < make_const(t, p.hi);
+      if (gap) in = in && op->var >= make_const(t, p.lo);
+      chain = is_no_op(chain) ? IfThenElse::make(in, p.body) : IfThenElse::make(in, p.body, chain);
     }
     return For::make(op->var, op->min, op->extent, op->kind, chain, op->thread_tag);
   }

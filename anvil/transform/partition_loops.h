@@ -12,9 +12,9 @@
 // is always false disappears).
 //
 // In each part, guards that hold (or fail) on every iteration are resolved. A loop is split only
-// when both parts are non-empty; loops bound to threads are never split. A parallel loop stays
-// one loop whose body picks its part (if (v < k) first part else second part), so that the
-// tail runs in parallel with the rest instead of after it.
+// when both parts are non-empty; loops bound to threads are never split. A parallel loop is split
+// the same way, but its parts become the branches of one parallel loop (if (v < k1) first part
+// else if (v < k2) ...), so that a tail runs in parallel with the rest instead of after it.
 #pragma once
 
 #include "anvil/ir/stmt.h"
