@@ -106,9 +106,10 @@ class LLVMBackend final : public Backend {
 // Target c: the generated C compiled by the system compiler into a library kept as bytes.
 class CBackend final : public Backend {
  public:
-  explicit CBackend(const LoweredKernels& kernels)
-      : library_(compile_library(
-            [&](const std::string& path) { codegen::build_c(kernels.funcs, path); })) {}
+  CBackend(const Target& target, const LoweredKernels& kernels)
+      : library_(compile_library([&](const std::string& path) {
+          codegen::build_c(kernels.funcs, path, codegen::c_cpu_flags(target));
+        })) {}
 
   bool load(runtime::GraphProgram& program, std::string*) const override {
     load_library(library_, "the C kernels", program);
@@ -159,7 +160,7 @@ class GpuBackend final : public Backend {
 std::shared_ptr<const Backend> Backend::compile(const Target& target,
                                                 const LoweredKernels& kernels) {
   if (target.is_gpu()) return std::make_shared<GpuBackend>(target, kernels);
-  if (target.kind == Target::Kind::kC) return std::make_shared<CBackend>(kernels);
+  if (target.kind == Target::Kind::kC) return std::make_shared<CBackend>(target, kernels);
   return std::make_shared<LLVMBackend>(target, kernels);
 }
 

@@ -260,6 +260,11 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
   const Graph& g = cg.graph_;
   runtime::GraphProgram p;
   p.target = cg.target_.str();
+  if (!cg.target_.is_gpu()) {
+    codegen::TargetCpu cpu = codegen::target_cpu(cg.target_);
+    p.cpu = cpu.name;
+    p.cpu_features = std::move(cpu.features);
+  }
   p.arena_bytes = cg.plan_.planned_bytes;
   std::vector<int32_t> slot(g.num_values(), -1);
   std::set<std::string> taken;

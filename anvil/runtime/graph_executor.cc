@@ -134,6 +134,8 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
   j["format"] = kFormat;
   j["version"] = kProgramVersion;
   j["target"] = p.target;
+  if (!p.cpu.empty() || !p.cpu_features.empty())  // optional: older readers ignore it
+    j["cpu"] = {{"name", p.cpu}, {"features", p.cpu_features}};
   j["arena_bytes"] = p.arena_bytes;
   json slots = json::array();
   for (const GraphProgram::Slot& s : p.slots) {
@@ -182,6 +184,11 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
                           std::to_string(kProgramVersion));
     field = "target";
     p.target = j.at("target").get<std::string>();
+    if (j.contains("cpu")) {
+      field = "cpu";
+      p.cpu = j.at("cpu").at("name").get<std::string>();
+      p.cpu_features = j.at("cpu").at("features").get<std::vector<std::string>>();
+    }
     field = "arena_bytes";
     p.arena_bytes = j.at("arena_bytes").get<int64_t>();
     field = "params";

@@ -44,6 +44,11 @@ struct GraphProgram {
   };
 
   std::string target;
+  // CPU programs: the CPU the code was compiled for (LLVM's name: "znver5", "x86-64-v3") and the
+  // instruction-set extensions it may use (LLVM's names, those the runtime can check: host_cpu.h).
+  // Model::load refuses an artifact whose extensions this CPU lacks. Empty: not checked.
+  std::string cpu;
+  std::vector<std::string> cpu_features;
   std::vector<Slot> slots;
   std::vector<int32_t> inputs, outputs;  // slots
   std::vector<Call> calls;

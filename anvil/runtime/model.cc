@@ -9,6 +9,7 @@
 
 #include "anvil/runtime/artifact.h"
 #include "anvil/runtime/graph_executor.h"
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/module.h"
 
 namespace anvil::runtime {
@@ -37,6 +38,14 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 
 std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::string& origin);
 
+// The highest x86-64 microarchitecture level `cpu` runs, for the advice of a refused artifact.
+std::string portable_level(const HostCpu& cpu) {
+  if (cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512dq") && cpu.has("avx512vl"))
+    return "x86-64-v4";
+  if (cpu.has("avx2") && cpu.has("fma") && cpu.has("bmi2")) return "x86-64-v3";
+  return cpu.has("sse4.2") ? "x86-64-v2" : "x86-64";
+}
+
 }  // namespace
 
 Model::Model(GraphProgram program) : state_(make_state(std::move(program), "<in memory>")) {}
@@ -48,6 +57,20 @@ Model Model::load(const std::string& path) {
   ParamsFile params_file;
   GraphProgram program =
       program_from_json(body.substr(t.library_bytes, t.program_bytes), path, &params_file);
+
+  // Code compiled for extensions this CPU lacks would die of SIGILL at its first kernel.
+  if (std::vector<std::string> missing = missing_cpu_features(program.cpu_features, host_cpu());
+      !missing.empty()) {
+    std::string list;
+    for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+    throw ArtifactError("'" + path + "' was compiled for " +
+                        (program.cpu.empty() ? "another CPU" : "the CPU '" + program.cpu + "'") +
+                        " and may use " + list + ", which this CPU (" + host_cpu().brand + ", " +
+                        host_cpu().id() +
+                        ") lacks; compile the model again on this CPU, or for a level it "
+                        "runs (--target 'llvm -mcpu=" +
+                        portable_level(host_cpu()) + "')");
+  }
 
   // Parameters: embedded, or in the file the program names beside the artifact.
   std::vector<std::pair<std::string, NDArray>> params;

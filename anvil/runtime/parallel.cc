@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/host_cpu.h"
 
 // libomp (KMP_VERSION_MAJOR) under LeakSanitizer: see grow_team.
 #if defined(KMP_VERSION_MAJOR) && defined(__has_feature)
@@ -38,7 +39,7 @@ std::optional<int32_t> parse_num_threads(const char* value) {
 
 int32_t default_num_threads() {
   static const int32_t threads = [] {
-    int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    const int32_t cores = available_cores();
     const char* env = std::getenv("ANVIL_NUM_THREADS");
     if (env == nullptr) return cores;
     if (auto n = parse_num_threads(env)) return *n;

@@ -14,7 +14,9 @@ constexpr int32_t kMaxNumThreads = 4096;
 std::optional<int32_t> parse_num_threads(const char* value);
 
 // The thread count when AnvilSetNumThreads has not overridden it: ANVIL_NUM_THREADS when valid
-// (an invalid value is reported once on stderr and ignored), else the hardware concurrency. Read
+// (an invalid value is reported once on stderr and ignored), else the cores this
+// process may use (available_cores: its affinity mask and cgroup quota). Threads are not pinned:
+// they inherit the process's mask, and OMP_PROC_BIND places them as usual. Read
 // once, at the first call.
 int32_t default_num_threads();
 

@@ -1,7 +1,5 @@
 #include "anvil/target/target.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <cpuid.h>
 #endif
 
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/support/error.h"
 #include "anvil/target/peak.h"
 
@@ -133,14 +132,6 @@ void host_fma_units(Target* t) {
 #endif
 }
 
-// The cores this process may run on.
-int host_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 void fill_caches(Target* t, const HostCaches& c) {
   t->l1d_bytes = c.l1d.bytes;
   t->l1d_ways = c.l1d.ways;
@@ -162,7 +153,7 @@ Target host_machine() {
   HostCaches c = sysfs_caches();
   if (c.l1d.bytes == 0 || c.l2.bytes == 0) c = cpuid_caches();
   fill_caches(&t, c);
-  t.cores = host_cores();
+  t.cores = runtime::available_cores();  // affinity and cgroup quota
   t.machine_source = "host";
   return t;
 }

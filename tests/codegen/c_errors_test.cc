@@ -157,6 +157,15 @@ TEST(CBuildErrors, UnwritableSourcePath) {
   EXPECT_EQ(message, "build_c: cannot write the C source to '/nonexistent/dir/lib.c'");
 }
 
+TEST(CBuildErrors, CpuFlagsFollowTheTarget) {
+  EXPECT_EQ(codegen::c_cpu_flags(Target::parse("c")), "-march=native");
+  EXPECT_EQ(codegen::c_cpu_flags(Target::parse("c -mcpu=znver3 -mattr=+avx2,-avx512f")),
+            "-march=znver3 -mavx2 -mno-avx512f");
+  EXPECT_EQ(user_error([] { codegen::c_cpu_flags(Target::parse("c -mtriple=aarch64-linux-gnu")); }),
+            "target 'c -mtriple=aarch64-linux-gnu': the c target compiles with this machine's C "
+            "compiler, for this machine; -mtriple is not supported (use an llvm target)");
+}
+
 // ---- run time: the argument checks
 
 class CArgumentChecks : public ::testing::Test {

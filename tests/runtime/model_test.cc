@@ -21,6 +21,7 @@
 #include "anvil/runtime/artifact.h"
 #include "anvil/runtime/c_model_api.h"
 #include "anvil/runtime/graph_executor.h"
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/support/error.h"
 #include "graph/passes_testing.h"
 
@@ -278,6 +279,40 @@ TEST(Model, CTargetArtifact) {
   expect_close(m.run(inputs), graph::interpret(g, inputs), "c loaded");
 }
 
+// A C artifact for an older CPU than this one: compiled with the system compiler for it, loads
+// and runs here.
+TEST(Model, CTargetArtifactForANamedCpu) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 levels only";
+#endif
+  fs::path dir = temp_dir();
+  Graph g = small_graph();
+  std::vector<NDArray> inputs = {random_array({1, 4, 8, 8}, 9)};
+  CompiledGraph::build(g, Target::parse("c -mcpu=x86-64-v2"), graph::BuildOptions())
+      .save((dir / "v2.so").string());
+  Model m = Model::load((dir / "v2.so").string());
+  expect_close(m.run(inputs), graph::interpret(g, inputs), "c -mcpu=x86-64-v2");
+}
+
+// Code for extensions this CPU lacks would die of SIGILL: the artifact is refused before any of
+// it loads, naming what is missing.
+TEST(Model, ArtifactForExtensionsThisCpuLacksIsRefused) {
+  std::string lacking;  // every x86 CPU lacks AMD's sse4a or Intel's amx-tile
+  for (const char* f : {"sse4a", "amx-tile", "xop", "avx512fp16"})
+    if (lacking.empty() && !host_cpu().has(f)) lacking = f;
+  if (lacking.empty() || checkable_cpu_features().empty())
+    GTEST_SKIP() << "no extension this CPU lacks can be checked here";
+  fs::path dir = temp_dir();
+  CompiledGraph::build(small_graph(), Target::parse("llvm -mattr=+" + lacking),
+                       graph::BuildOptions())
+      .save((dir / "other.so").string());
+  std::string message = load_error(dir / "other.so");
+  EXPECT_THAT(message, HasSubstr("'" + (dir / "other.so").string() + "' was compiled for"));
+  EXPECT_THAT(message, HasSubstr("may use " + lacking + ", which this CPU"));
+  EXPECT_THAT(message, HasSubstr(host_cpu().id()));
+  EXPECT_THAT(message, HasSubstr("--target 'llvm -mcpu=x86-64-v"));
+}
+
 TEST(Model, CorruptFilesAreRefused) {
   Saved s = save_small();
   std::string good = read(s.path);
@@ -460,6 +495,22 @@ TEST(Model, ProgramFlopsFieldIsOptional) {
   json = program_to_json(p, {});
   EXPECT_EQ(json.find("flops"), std::string::npos) << json;
   EXPECT_EQ(program_from_json(json, "without", nullptr).calls.at(0).flops, 0);
+}
+
+TEST(Model, ProgramCpuFieldIsOptional) {
+  GraphProgram p;
+  p.target = "llvm -mcpu=znver3";
+  p.cpu = "znver3";
+  p.cpu_features = {"avx2", "fma"};
+  std::string json = program_to_json(p, {});
+  GraphProgram back = program_from_json(json, "with", nullptr);
+  EXPECT_EQ(back.cpu, "znver3");
+  EXPECT_EQ(back.cpu_features, p.cpu_features);
+  p.cpu.clear();
+  p.cpu_features.clear();
+  json = program_to_json(p, {});
+  EXPECT_EQ(json.find("\"cpu\""), std::string::npos) << json;
+  EXPECT_TRUE(program_from_json(json, "without", nullptr).cpu_features.empty());
 }
 
 TEST(Model, CApi) {

@@ -294,13 +294,18 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs,
-                        const std::string& library_path) {
-  return build_c_source(generate_c(funcs), library_path);
+std::string c_cpu_flags(const Target& target) {
+  ANVIL_CHECK(target.triple.empty(), "target '", target.str(),
+              "': the c target compiles with this machine's C compiler, for this machine; "
+              "-mtriple is not supported (use an llvm target)");
+  std::string flags = "-march=" + (target.mcpu.empty() ? std::string("native") : target.mcpu);
+  for (const std::string& f : target.mattr) flags += (f[0] == '+' ? " -m" : " -mno-") + f.substr(1);
+  return flags;
 }
 
-runtime::Module build_c_source(const std::string& source, const std::string& library_path) {
-  compile_c_library(source, library_path);
+namespace {
+
+runtime::Module load_c_library(const std::string& library_path) {
   try {
     return runtime::Module::load(library_path);
   } catch (const std::runtime_error& e) {
@@ -308,7 +313,21 @@ runtime::Module build_c_source(const std::string& source, const std::string& lib
   }
 }
 
-void compile_c_library(const std::string& source, const std::string& library_path) {
+}  // namespace
+
+runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path,
+                        const std::string& cpu_flags) {
+  compile_c_library(generate_c(funcs), library_path, cpu_flags);
+  return load_c_library(library_path);
+}
+
+runtime::Module build_c_source(const std::string& source, const std::string& library_path) {
+  compile_c_library(source, library_path);
+  return load_c_library(library_path);
+}
+
+void compile_c_library(const std::string& source, const std::string& library_path,
+                       const std::string& cpu_flags) {
   namespace fs = std::filesystem;
   fs::path library(library_path);
   fs::path source_path = fs::path(library).replace_extension(".c");
@@ -326,10 +345,9 @@ void compile_c_library(const std::string& source, const std::string& library_pat
   partial += ".tmp" + std::to_string(::getpid());
   const char* cc_env = std::getenv("CC");
   std::string cc = cc_env && *cc_env ? cc_env : "cc";
-  std::string command = cc +
-                        " -O3 -std=c99 -shared -fPIC -march=native -fno-math-errno "
-                        "-ffp-contract=fast -o " +
-                        shell_quote(partial.string()) + " " + shell_quote(source_path.string());
+  std::string command = cc + " -O3 -std=c99 -shared -fPIC " + cpu_flags +
+                        " -fno-math-errno -ffp-contract=fast -o " + shell_quote(partial.string()) +
+                        " " + shell_quote(source_path.string());
   std::string output;
   int status = -1;
   if (FILE* pipe = ::popen((command + " 2>&1").c_str(), "r")) {

@@ -15,6 +15,7 @@
 
 #include "anvil/ir/function.h"
 #include "anvil/runtime/module.h"
+#include "anvil/target/target.h"
 
 namespace anvil::codegen {
 
@@ -24,14 +25,21 @@ namespace anvil::codegen {
 // unbound variables, kernel names C cannot use).
 std::string generate_c(const std::vector<ir::LoweredFunc>& funcs);
 
+// The C compiler's flags for the CPU of `target` (a c target): -march=native for the host,
+// -march=NAME for -mcpu=NAME, and -mFEATURE / -mno-FEATURE for each of -mattr's +FEATURE /
+// -FEATURE. Throws anvil::Error for -mtriple: the system compiler builds for this machine only.
+std::string c_cpu_flags(const Target& target);
+
 // Writes the source next to `library_path` (same name, .c), compiles it with
-// `$CC -O3 -std=c99 -shared -fPIC -march=native -fno-math-errno -ffp-contract=fast` ($CC
-// defaults to cc and may carry extra flags), and loads the library. Throws anvil::Error with the
-// source path and the compiler's output when compilation fails, and when loading fails.
-runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path);
+// `$CC -O3 -std=c99 -shared -fPIC CPU_FLAGS -fno-math-errno -ffp-contract=fast` ($CC defaults to
+// cc and may carry extra flags), and loads the library. Throws anvil::Error with the source path
+// and the compiler's output when compilation fails, and when loading fails.
+runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path,
+                        const std::string& cpu_flags = "-march=native");
 // As build_c, for C source generated elsewhere (a GPU target's host code); compile_c_library
 // stops before loading.
 runtime::Module build_c_source(const std::string& source, const std::string& library_path);
-void compile_c_library(const std::string& source, const std::string& library_path);
+void compile_c_library(const std::string& source, const std::string& library_path,
+                       const std::string& cpu_flags = "-march=native");
 
 }  // namespace anvil::codegen

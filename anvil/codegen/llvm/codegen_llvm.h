@@ -50,4 +50,16 @@ class LLVMModule {
   virtual void save_shared_library(const std::string& path) const = 0;
 };
 
+// The CPU `target` (an llvm or c target for a CPU) compiles for, as LLVM names it ("znver4" for
+// the host, the -mcpu given, "generic" for another architecture without one; a host CPU this LLVM
+// does not know by its brand and CPUID identity), and the extensions
+// that CPU and -mattr enable among those the runtime can check (runtime/host_cpu.h; none for
+// another architecture), sorted: what the code may use, which the artifact records so that a CPU
+// without them refuses it.
+struct TargetCpu {
+  std::string name;
+  std::vector<std::string> features;
+};
+TargetCpu target_cpu(const Target& target);
+
 }  // namespace anvil::codegen

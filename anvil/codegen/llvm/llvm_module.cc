@@ -33,6 +33,7 @@
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/codegen/llvm/ir_gen.h"
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/module.h"
 #include "anvil/support/error.h"
 
@@ -97,8 +98,8 @@ ResolvedTarget resolve(const Target& target) {
   return r;
 }
 
-std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target,
-                                                         const ResolvedTarget& r) {
+// LLVM's target for `r`, whose CPU it knows; throws anvil::Error naming `target` otherwise.
+const llvm::Target* checked_llvm_target(const Target& target, const ResolvedTarget& r) {
   std::string error;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(r.triple, error);
   ANVIL_CHECK(t, "target '", target.str(), "': LLVM cannot generate code for '", r.triple, "' (",
@@ -108,6 +109,12 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target,
   std::unique_ptr<llvm::MCSubtargetInfo> sti(t->createMCSubtargetInfo(r.triple, "", ""));
   ANVIL_CHECK(sti && sti->isCPUStringValid(r.cpu), "target '", target.str(), "': '", r.cpu,
               "' is not a CPU LLVM knows for ", r.triple);
+  return t;
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target,
+                                                         const ResolvedTarget& r) {
+  const llvm::Target* t = checked_llvm_target(target, r);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(
       t->createTargetMachine(r.triple, r.cpu, r.feature_string(), options, llvm::Reloc::PIC_,
@@ -351,6 +358,26 @@ void LLVMModuleImpl::save_shared_library(const std::string& path) const {
 std::unique_ptr<LLVMModule> LLVMModule::compile(const std::vector<ir::LoweredFunc>& funcs,
                                                 const Target& target) {
   return LLVMModuleImpl::build(funcs, target);
+}
+
+TargetCpu target_cpu(const Target& target) {
+  initialize_llvm();
+  Target llvm_target = target;
+  llvm_target.kind = Target::Kind::kLLVM;
+  ResolvedTarget r = resolve(llvm_target);
+  TargetCpu cpu{r.cpu, {}};
+  if (!r.runs_here) return cpu;
+  const llvm::Target* t = checked_llvm_target(target, r);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      t->createMCSubtargetInfo(r.triple, r.cpu, r.feature_string()));
+  // The CPU's implied features and -mattr's, as the code generator sees them.
+  for (const std::string& f : runtime::checkable_cpu_features())
+    if (sti->checkFeatures("+" + f)) cpu.features.push_back(f);
+  // A host CPU newer than this LLVM (Zen 5 for LLVM 15) compiles as "generic" with the host's
+  // features; its name then comes from CPUID.
+  if (cpu.name == "generic" && (target.mcpu.empty() || target.mcpu == "native"))
+    cpu.name = runtime::host_cpu().brand + " (" + runtime::host_cpu().id() + ")";
+  return cpu;
 }
 
 }  // namespace anvil::codegen
