@@ -523,6 +523,9 @@ int main(int argc, char** argv) {
   if (!opt.tuning_records.empty()) {
     try {
       anvil::autotune::RecordFile f = anvil::autotune::read_records(opt.tuning_records);
+      anvil::autotune::keep_cpu(f, anvil::runtime::host_cpu().id());
+      if (std::string note = anvil::autotune::other_cpus_note(f); !note.empty())
+        std::printf("%s\n", note.c_str());
       record_book() = std::make_unique<anvil::autotune::RecordBook>(f.records);
       std::printf("tuning records %s: %zu records of %zu tasks\n", opt.tuning_records.c_str(),
                   record_book()->num_records(), record_book()->num_tasks());

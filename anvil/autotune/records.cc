@@ -46,6 +46,7 @@ nlohmann::json Record::to_json() const {
     j["in_model"] = true;
     j["default_s"] = default_s;
   }
+  if (!cpu.empty()) j["cpu"] = cpu;
   return j;
 }
 
@@ -89,6 +90,11 @@ Record Record::from_json(const nlohmann::json& j) {
               "the record's 'error' must be null or a string");
   if (error.is_string()) r.error = error.get<std::string>();
   if (j.contains("time") && j["time"].is_string()) r.time = j["time"];
+  r.cpu.clear();  // not this host's unless the record says so
+  if (j.contains("cpu")) {
+    ANVIL_CHECK(j["cpu"].is_string(), "the record's 'cpu' must be a string");
+    r.cpu = j["cpu"].get<std::string>();
+  }
   if (j.contains("in_model")) {
     ANVIL_CHECK(j["in_model"].is_boolean(), "the record's 'in_model' must be true or false");
     r.in_model = j["in_model"].get<bool>();
@@ -195,6 +201,31 @@ void append_record(const std::string& path, const Record& r) {
   }
   ::fsync(fd);
   ::close(fd);
+}
+
+void keep_cpu(RecordFile& file, const std::string& cpu) {
+  std::vector<Record> kept;
+  for (Record& r : file.records) {
+    if (r.cpu == cpu)
+      kept.push_back(std::move(r));
+    else
+      ++file.other_cpus[r.cpu];
+  }
+  file.records = std::move(kept);
+}
+
+std::string other_cpus_note(const RecordFile& file) {
+  if (file.other_cpus.empty()) return "";
+  size_t others = 0;
+  std::string which;
+  for (const auto& [cpu, n] : file.other_cpus) {
+    others += n;
+    which += (which.empty() ? "" : "; ") + (cpu.empty() ? "naming no CPU" : cpu) + ": " +
+             std::to_string(n);
+  }
+  return "tuning records: " + std::to_string(others) + " of " +
+         std::to_string(others + file.records.size()) + " were tuned on another CPU (" + which +
+         ") and are not applied on this one (" + runtime::host_cpu().id() + ")";
 }
 
 RecordBook::RecordBook(const std::vector<Record>& records) : num_records_(records.size()) {

@@ -15,6 +15,7 @@
 
 #include "anvil/autotune/task.h"
 #include "anvil/ops/op.h"
+#include "anvil/runtime/host_cpu.h"
 
 namespace anvil::autotune {
 
@@ -31,6 +32,10 @@ struct Record {
   // it (the build it was compared against), one entry of each per thread count.
   bool in_model = false;
   std::vector<double> default_s = {};
+  // The CPU the trial ran on (runtime::HostCpu::id(), "AuthenticAMD family 26 model 2"): a
+  // record made in this process names this host; one read from a file written before records
+  // named their CPU names none ("").
+  std::string cpu = runtime::host_cpu().id();
 
   // The median cost, or infinity for a failed trial.
   double cost() const;
@@ -47,8 +52,18 @@ struct Record {
 struct RecordFile {
   std::vector<Record> records;
   int torn_lines = 0;
+  // Records set aside by keep_cpu, counted by the CPU they name ("" for none).
+  std::map<std::string, size_t> other_cpus;
 };
 RecordFile read_records(const std::string& path);
+
+// Keeps the records tuned on `cpu` (a runtime::HostCpu::id()) and sets the others aside into
+// file.other_cpus: a configuration the search found fastest on one CPU is a guess on another
+// (cache sizes, vector units and memory differ), and so is one from a record that names no CPU.
+void keep_cpu(RecordFile& file, const std::string& cpu);
+// What keep_cpu set aside, for the command line: "tuning records: 1200 of 1300 were tuned on
+// another CPU (AuthenticAMD family 25 model 17: 1200) and are not applied"; empty when none.
+std::string other_cpus_note(const RecordFile& file);
 
 // Appends `r` to `path` (created when missing) as one line, flushed and synced before returning.
 // Appenders to one file take turns (an exclusive flock). A torn last line, left by a tuner killed

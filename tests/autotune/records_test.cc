@@ -77,6 +77,39 @@ TEST_F(RecordsTest, AppendedRecordsReadBack) {
   EXPECT_EQ(j["time"].get<std::string>().size(), 20u);
 }
 
+// A record names the CPU it was tuned on; one that names none was written before records did.
+TEST_F(RecordsTest, RecordsNameTheirCpuAndOtherCpusAreSetAside) {
+  Task t = dense_task();
+  Record here = record(t, config_at(t.space(), 1), {1e-6});
+  EXPECT_EQ(here.cpu, runtime::host_cpu().id());
+  EXPECT_EQ(here.to_json()["cpu"], runtime::host_cpu().id());
+  Record there = here;
+  there.cpu = "GenuineIntel family 6 model 143";
+  nlohmann::json unnamed = here.to_json();
+  unnamed.erase("cpu");
+  EXPECT_EQ(Record::from_json(unnamed).cpu, "");
+  EXPECT_EQ(Record::from_json(there.to_json()).cpu, there.cpu);
+  nlohmann::json bad = here.to_json();
+  bad["cpu"] = 7;
+  EXPECT_THROW(Record::from_json(bad), Error);
+
+  const std::string file = path("cpus.json");
+  append_record(file, here);
+  append_record(file, there);
+  append_record(file, Record::from_json(unnamed));
+  append_record(file, there);
+  RecordFile f = read_records(file);
+  ASSERT_EQ(f.records.size(), 4u);
+  EXPECT_EQ(other_cpus_note(f), "");
+  keep_cpu(f, runtime::host_cpu().id());
+  ASSERT_EQ(f.records.size(), 1u);
+  EXPECT_EQ(f.records[0].cpu, runtime::host_cpu().id());
+  EXPECT_EQ(f.other_cpus, (std::map<std::string, size_t>{{"", 1}, {there.cpu, 2}}));
+  EXPECT_EQ(other_cpus_note(f),
+            "tuning records: 3 of 4 were tuned on another CPU (naming no CPU: 1; " + there.cpu +
+                ": 2) and are not applied on this one (" + runtime::host_cpu().id() + ")");
+}
+
 TEST_F(RecordsTest, ACutOffLastLineIsSkipped) {
   Task t = dense_task();
   const std::string file = path("torn.json");

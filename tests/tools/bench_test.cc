@@ -14,6 +14,7 @@
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/device_api.h"
+#include "anvil/runtime/host_cpu.h"
 #include "tools/anvil/bench_report.h"
 #include "tools/cli_fixture.h"
 
@@ -247,6 +248,13 @@ TEST_F(Cli, BenchProcessesReportsTheMedianOfPerProcessMedians) {
     EXPECT_DOUBLE_EQ((*row)[std::string(side) + "_ms"].get<double>(), ms[1]);
     EXPECT_DOUBLE_EQ((*row)[std::string(side) + "_spread"].get<double>(), (ms[2] - ms[0]) / ms[1]);
   }
+  // Each side's cost per call, on a one-op model, timed the same way.
+  EXPECT_NE(r.out.find("Per call on a one-op model (relu of one float, 1 thread): Anvil "),
+            std::string::npos)
+      << r.out;
+  EXPECT_GT(summary["call_overhead_ms"]["anvil"].get<double>(), 0) << summary;
+  EXPECT_GT(summary["call_overhead_ms"]["ref"].get<double>(), 0) << summary;
+  EXPECT_EQ(summary["machine"]["cpu_id"], runtime::host_cpu().id());
   // --processes 0: Anvil in the bench's own process, no per-process figures.
   Result in_process = anvil(
       "bench zoo:dqn --threads 1 --runs 2 --block 1 --warmup 0 "
@@ -285,9 +293,30 @@ TEST_F(Cli, BenchGoesOnPastAModelThatFails) {
 BenchReport sample_report() {
   BenchReport r;
   r.cpu = "Test CPU";
+  r.machine = {"TestVendor family 1 model 2",
+               {"avx2", "fma", "sse2"},
+               256,
+               2,
+               4,
+               48 << 10,
+               1 << 20,
+               32 << 20};
   r.peak_gflops_per_core = 100;
   r.runs = 50;
-  r.rows.push_back({"resnet18", 1, 20.0, "onnxruntime", 60.0, 90.9, "", 19.0, 58.0, {}, {}, ""});
+  r.call_overhead.push_back({"onnxruntime", 0.0004, 0.0101, ""});
+  // Anvil's three processes spread (23 - 19.5) / 20 = 17.5%: flagged.
+  r.rows.push_back({"resnet18",
+                    1,
+                    20.0,
+                    "onnxruntime",
+                    60.0,
+                    90.9,
+                    "",
+                    19.0,
+                    58.0,
+                    {19.5, 20.0, 23.0},
+                    {59.0, 60.0, 61.0},
+                    ""});
   r.rows.push_back(
       {"resnet18", 1, 20.0, "torch_jit", std::nullopt, 90.9, "it crashed", 19.0, 0, {}, {}, ""});
   // Anvil's fastest run is less than half its median: contended.
@@ -299,15 +328,25 @@ BenchReport sample_report() {
 TEST(BenchReport, TableHasOneLinePerRowWithNotesBelow) {
   const std::string table = bench_table(sample_report());
   EXPECT_EQ(table,
+            "Measured on Test CPU (TestVendor family 1 model 2): 256-bit vectors, 2 FMA units, "
+            "avx2 fma; L1d 48 KiB, L2 1 MiB per core, L3 32 MiB; 4 cores; measured peak 100.0 "
+            "GFLOP/s per core\n\n"
             "| model | threads | baseline | baseline ms | Anvil ms | speedup | Anvil GFLOP/s | "
-            "of peak |\n"
-            "|---|---|---|--:|--:|--:|--:|--:|\n"
-            "| resnet18 | 1 | onnxruntime | 60.00 | 20.00 | 3.00x | 90.9 | 90.9% |\n"
-            "| resnet18 | 1 | torch_jit | - | 20.00 | (1) | 90.9 | 90.9% |\n"
-            "| dqn | 2 | onnxruntime | 0.250 | 0.200 | 1.25x * | 70.0 | 35.0% |\n"
+            "of peak | spread Anvil / baseline |\n"
+            "|---|---|---|--:|--:|--:|--:|--:|--:|\n"
+            "| resnet18 | 1 | onnxruntime | 60.00 | 20.00 | 3.00x | 90.9 | 90.9% | 17.5% ! / "
+            "3.3% |\n"
+            "| resnet18 | 1 | torch_jit | - | 20.00 | (1) | 90.9 | 90.9% | - / - |\n"
+            "| dqn | 2 | onnxruntime | 0.250 | 0.200 | 1.25x * | 70.0 | 35.0% | - / - |\n"
             "(1) resnet18, 1 thread(s), torch_jit: it crashed\n"
             "* contended: a median more than twice that side's fastest run (another process was "
-            "using the cores)\n");
+            "using the cores)\n"
+            "! warning: that side's per-process medians spread beyond 10% (max - min over their "
+            "median): the machine's speed moved during the run (other tenants, clocks) or the "
+            "processes drew different memory placements; read the row's speedup with that "
+            "margin\n"
+            "Per call on a one-op model (relu of one float, 1 thread): Anvil 0.4 us, onnxruntime "
+            "10.1 us: part of every row's time, most of it for the smallest models\n");
   EXPECT_EQ(ablation_table(sample_report()),
             "| model | threads | fusion + layout ms | no fusion ms | no layout ms | neither ms |\n"
             "|---|---|--:|--:|--:|--:|\n"
@@ -317,6 +356,13 @@ TEST(BenchReport, TableHasOneLinePerRowWithNotesBelow) {
 TEST(BenchReport, SummaryJsonHasOneRowPerBaselineAsDesigned) {
   json j = summary_json(sample_report());
   EXPECT_EQ(j["machine"]["cpu"], "Test CPU");
+  EXPECT_EQ(j["machine"]["cpu_id"], "TestVendor family 1 model 2");
+  EXPECT_EQ(j["machine"]["features"], json::parse(R"(["avx2", "fma", "sse2"])"));
+  EXPECT_EQ(j["machine"]["l2_bytes"], 1 << 20);
+  EXPECT_EQ(j["machine"]["vector_bits"], 256);
+  EXPECT_DOUBLE_EQ(j["call_overhead_ms"]["onnxruntime"].get<double>(), 0.0101);
+  EXPECT_DOUBLE_EQ(j["call_overhead_ms"]["anvil"].get<double>(), 0.0004);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["anvil_spread"].get<double>(), 0.175);
   ASSERT_EQ(j["rows"].size(), 3u);
   const json& first = j["rows"][0];
   EXPECT_EQ(first["name"], "resnet18");

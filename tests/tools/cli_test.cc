@@ -20,6 +20,7 @@
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/device_api.h"
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
 #include "frontend/onnx_model_builder.h"
@@ -632,6 +633,28 @@ TEST_F(Cli, TuningRecordsAreAppliedToTheirTasks) {
   ASSERT_EQ(r2.code, 0) << r2.err;
   expect_close(runtime::load_npy(path("tr_out/q_values.npy")), graph::interpret(g, {x}).at(0),
                "tuned dqn");
+
+  // The same record from another CPU, and from before records named their CPU: reported, and
+  // applied only with --records-any-cpu.
+  autotune::Record elsewhere = r;
+  elsewhere.cpu = "GenuineIntel family 6 model 143";
+  nlohmann::json unnamed = r.to_json();
+  unnamed.erase("cpu");
+  write(path("other.json"), elsewhere.to_json().dump() + "\n" + unnamed.dump() + "\n");
+  Result o = anvil("compile zoo:dqn --tuning-records other.json -o other.so");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string note =
+      "tuning records: 2 of 2 were tuned on another CPU (naming no CPU: 1; "
+      "GenuineIntel family 6 model 143: 1) and are not applied on this one (" +
+      runtime::host_cpu().id() + ") (--records-any-cpu applies them)";
+  EXPECT_NE(o.out.find(note), std::string::npos) << note << "\n" << o.out;
+  EXPECT_NE(o.out.find("tuning records: 0 read (0 tasks); 0 of "), std::string::npos) << o.out;
+  Result any = anvil("compile zoo:dqn --tuning-records other.json --records-any-cpu -o any.so");
+  ASSERT_EQ(any.code, 0) << any.err;
+  EXPECT_EQ(any.out.find("another CPU"), std::string::npos) << any.out;
+  const std::string applied =
+      "tuning records: 2 read (1 task); " + std::to_string(tasks[0].kernels.size()) + " of ";
+  EXPECT_NE(any.out.find(applied), std::string::npos) << applied << "\n" << any.out;
 }
 
 // `zoo export` writes an ONNX file that compiles and runs to the zoo model's own output.
@@ -661,6 +684,20 @@ TEST_F(Cli, EnvDescribesTheMachine) {
   ASSERT_EQ(zen4.code, 0) << zen4.err;
   EXPECT_NE(zen4.out.find("L2 per core: 1 MiB"), std::string::npos) << zen4.out;
   EXPECT_NE(zen4.out.find("FMA units: 1"), std::string::npos) << zen4.out;
+  // The host's identity and extensions, and what code for the target may use.
+  EXPECT_NE(
+      zen4.out.find("CPU: " + runtime::host_cpu().brand + " (" + runtime::host_cpu().id() + ")"),
+      std::string::npos)
+      << zen4.out;
+#if defined(__x86_64__)
+  Result zen3 = anvil("env --target 'llvm -mcpu=znver3'");
+  ASSERT_EQ(zen3.code, 0) << zen3.err;
+  const size_t line = zen3.out.find("code for znver3 may use: ");
+  ASSERT_NE(line, std::string::npos) << zen3.out;
+  const std::string uses = zen3.out.substr(line, zen3.out.find('\n', line) - line) + " ";
+  EXPECT_NE(uses.find(" avx2 "), std::string::npos) << uses;
+  EXPECT_EQ(uses.find(" avx512f "), std::string::npos) << uses;
+#endif
   expect_error("env --target 'tpu'", 1, {"unknown kind 'tpu'"});
 }
 

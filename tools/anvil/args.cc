@@ -11,14 +11,16 @@ void usage_error(const std::string& message) {
   throw CliError(kUsage, message);
 }
 
-autotune::RecordFile read_tuning_records(const std::string& file) {
+autotune::RecordFile read_tuning_records(const std::string& file, bool any_cpu) {
   const std::string what = "--tuning-records " + file;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw CliError(kBadInput, what + ": no such file");
   if (std::filesystem::is_directory(file, ec))
     throw CliError(kBadInput, what + ": is a directory, not a file of tuning records");
-  return with_exit_code(kBadInput, "--tuning-records",
-                        [&] { return autotune::read_records(file); });
+  autotune::RecordFile records =
+      with_exit_code(kBadInput, "--tuning-records", [&] { return autotune::read_records(file); });
+  if (!any_cpu) autotune::keep_cpu(records, runtime::host_cpu().id());
+  return records;
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& option) {

@@ -71,9 +71,12 @@ std::pair<std::string, std::vector<int64_t>> parse_shape_binding(const std::stri
 std::string output_file(const std::string& dir, const std::string& name);
 
 // The tuning records of `--tuning-records FILE` (anvil/autotune/records.h; a torn last line is
-// skipped). Throws CliError(kBadInput) naming the option and the file when it is missing, a
-// directory or unreadable, and the line when one is not a valid record.
-autotune::RecordFile read_tuning_records(const std::string& file);
+// skipped), those tuned on another CPU set aside (autotune::keep_cpu) unless `any_cpu`
+// (--records-any-cpu). Throws CliError(kBadInput) naming the option and the file when it is
+// missing, a directory or unreadable, and the line when one is not a valid record.
+autotune::RecordFile read_tuning_records(const std::string& file, bool any_cpu);
+constexpr char kRecordsAnyCpuHelp[] =
+    "Apply tuning records tuned on another CPU too (by default only this CPU's apply)";
 
 // What applying tuning records did: "tuning records: 12 read (3 tasks); 5 of 7 tunable kernels
 // tuned" and a line per task that had no record ("  untuned: conv2d_nchwc [..] x [..]

@@ -499,6 +499,32 @@ BenchRow bench_untuned(const BenchModel& m, int threads, const std::vector<runti
   return row;
 }
 
+// Each side's time per call on a model that does next to nothing, relu of one float at 1 thread,
+// timed as the rows are (a fresh process per side, alternating blocks): for ONNX Runtime its
+// Node binding's call, about 10 us, which the smallest workloads' rows carry too.
+CallOverhead call_overhead(const BenchOptions& o, const Target& target, Baseline& b,
+                           const fs::path& work) {
+  graph::Graph g;
+  graph::ValueId x = g.add_input("x", {{1, 1}, ir::DataType::Float32()});
+  g.add_output(g.add("relu", "relu", ops::Attrs(), {x}));
+  const BenchModel m{"call_overhead", "", (work / "call_overhead.onnx").string()};
+  with_exit_code(kCompile, "exporting the one-op model to ONNX",
+                 [&] { frontend::export_onnx(g, m.onnx, m.name); });
+  Compiled c = compile_model(g, m, target, true, true, work, o.strict);
+  std::vector<runtime::NDArray> inputs = {filled_input(c.model.inputs()[0], "random")};
+  const std::string input = (work / "call_overhead.input0.npy").string();
+  runtime::save_npy(input, inputs[0]);
+  BenchOptions q = o;
+  q.processes = 1;
+  q.runs = 2000;
+  q.block = 500;
+  q.warmup = 100;
+  BenchRow row = with_exit_code(kRuntime, "timing the one-op model", [&] {
+    return bench_pair_processes(m, 1, b, c.file, {{"x", input}}, c.model.run(inputs), q, work);
+  });
+  return {b.name, row.anvil_ms, row.baseline_ms, row.note};
+}
+
 void bench_model(const BenchModel& m, const BenchOptions& o, const Target& target,
                  std::vector<Baseline>& baselines, const fs::path& work,
                  const autotune::RecordBook* book, BenchReport* report) {
@@ -651,8 +677,10 @@ void bench_command(const BenchOptions& options) {
   }
   std::optional<autotune::RecordBook> book;
   if (!o.tuning_records.empty()) {
-    autotune::RecordFile records = read_tuning_records(o.tuning_records);
+    autotune::RecordFile records = read_tuning_records(o.tuning_records, o.records_any_cpu);
     book.emplace(records.records);
+    if (std::string note = autotune::other_cpus_note(records); !note.empty())
+      std::printf("%s (--records-any-cpu applies them)\n", note.c_str());
     if (records.torn_lines)
       std::printf("tuning records: %d cut-off last line skipped\n", records.torn_lines);
   }
@@ -674,6 +702,7 @@ void bench_command(const BenchOptions& options) {
 
   BenchReport report;
   report.cpu = cpu_name();
+  report.machine = MachineFacts::host();
   report.gpu = gpu_name;
   report.runs = (o.runs + o.block - 1) / o.block * o.block;
   if (gpu) {
@@ -686,10 +715,8 @@ void bench_command(const BenchOptions& options) {
         o.warmup);
   } else {
     report.peak_gflops_per_core = measured_peak().gflops_per_core;
-    std::printf(
-        "anvil bench on %s (measured peak %.1f GFLOP/s per core); %d timed runs per side "
-        "in blocks of %d after %d warm-up runs\n",
-        report.cpu.c_str(), report.peak_gflops_per_core, report.runs, o.block, o.warmup);
+    std::printf("anvil bench on %s; %d timed runs per side in blocks of %d after %d warm-up runs\n",
+                machine_line(report).c_str(), report.runs, o.block, o.warmup);
   }
 
   std::vector<Baseline> baselines;
@@ -706,6 +733,10 @@ void bench_command(const BenchOptions& options) {
     baselines.push_back(std::move(b));
   }
   std::fflush(stdout);
+
+  if (!gpu && o.processes > 0)
+    for (Baseline& b : baselines)
+      if (b.start_error.empty()) report.call_overhead.push_back(call_overhead(o, target, b, work));
 
   // A model that cannot be compiled, loaded or run gets a row per thread count and baseline with
   // the error, and the others are still timed; the command fails at the end.

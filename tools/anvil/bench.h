@@ -50,10 +50,11 @@ struct BenchOptions {
   std::string deps_dir;  // where npm's onnxruntime-node is (empty: $ANVIL_BENCH_DEPS, then
                          // bench-deps beside the bin/ directory of anvil)
   std::string target = "llvm";
-  std::string tuning_records;  // apply these records; also time the untuned build ("untuned")
-  int runs = 50;               // timed runs per side (rounded up to whole blocks)
-  int block = 10;              // runs per block
-  int warmup = 5;              // untimed runs per side before the first block
+  std::string tuning_records;    // apply these records; also time the untuned build ("untuned")
+  bool records_any_cpu = false;  // apply records tuned on other CPUs too
+  int runs = 50;                 // timed runs per side (rounded up to whole blocks)
+  int block = 10;                // runs per block
+  int warmup = 5;                // untimed runs per side before the first block
   int pause_ms = 20;  // idle time before each block, then until the cores are idle (0: none)
   // Fresh processes per side and row (Anvil's: `anvil bench-worker` on the saved artifact), all
   // alive at once, timed round-robin a block at a time until each has `runs`; a row reports the
@@ -71,7 +72,7 @@ void bench_command(const BenchOptions& options);
 // `anvil bench-worker`: serves the protocol above on stdin and stdout for one artifact at a time
 // ("model" names a model.so, or an ONNX file it compiles for the host with `tuning_records`), the
 // Anvil side of --processes.
-void bench_worker_command(const std::string& tuning_records = "");
+void bench_worker_command(const std::string& tuning_records = "", bool records_any_cpu = false);
 
 // The five workloads of the paper, by zoo name.
 std::vector<std::string> default_bench_models();

@@ -12,6 +12,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "anvil/runtime/host_cpu.h"
+#include "anvil/target/target.h"
+
 namespace anvil::cli {
 
 namespace fs = std::filesystem;
@@ -27,6 +30,14 @@ std::string fixed(double v, int digits) {
 // Milliseconds with three significant decimals at most: 0.209, 20.18, 152.3.
 std::string ms_string(double ms) {
   return fixed(ms, ms < 1 ? 3 : ms < 100 ? 2 : 1);
+}
+
+// "48 KiB", "1 MiB", "32 MiB"; "?" when unknown.
+std::string size_string(int64_t bytes) {
+  if (bytes <= 0) return "?";
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
 }
 
 std::string table_line(const std::vector<std::string>& cells) {
@@ -45,14 +56,38 @@ std::string separator(size_t columns, size_t left) {
 }  // namespace
 
 std::string cpu_name() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  return "unknown CPU";
+  const std::string& brand = runtime::host_cpu().brand;
+  return brand.empty() ? "unknown CPU" : brand;
+}
+
+MachineFacts MachineFacts::host() {
+  const Target t = Target::host();
+  MachineFacts m;
+  m.cpu_id = runtime::host_cpu().id();
+  m.features = runtime::host_cpu().features;
+  m.vector_bits = t.vector_bits;
+  m.fma_units = t.fma_units;
+  m.cores = t.cores;
+  m.l1d_bytes = t.l1d_bytes;
+  m.l2_bytes = t.l2_bytes;
+  m.l3_bytes = t.l3_bytes;
+  return m;
+}
+
+std::string machine_line(const BenchReport& r) {
+  const MachineFacts& m = r.machine;
+  std::string simd;  // the vector extensions; the rest is in the summary JSON
+  for (const std::string& f : m.features)
+    if (f.rfind("avx", 0) == 0 || f.rfind("amx", 0) == 0 || f == "fma")
+      simd += (simd.empty() ? "" : " ") + f;
+  std::string s = r.cpu + " (" + m.cpu_id + "): " + std::to_string(m.vector_bits) +
+                  "-bit vectors, " + std::to_string(m.fma_units) + " FMA units" +
+                  (simd.empty() ? "" : ", " + simd) + "; L1d " + size_string(m.l1d_bytes) +
+                  ", L2 " + size_string(m.l2_bytes) + " per core, L3 " + size_string(m.l3_bytes) +
+                  "; " + std::to_string(m.cores) + " cores";
+  if (r.peak_gflops_per_core > 0)
+    s += "; measured peak " + fixed(r.peak_gflops_per_core, 1) + " GFLOP/s per core";
+  return s;
 }
 
 double BenchRow::spread(const std::vector<double>& ms) {
@@ -71,11 +106,16 @@ std::string bench_table(const BenchReport& r) {
   std::vector<std::string> head = {"model",    "threads", "baseline",      "baseline ms",
                                    "Anvil ms", "speedup", "Anvil GFLOP/s", "of peak"};
   if (processes) head.push_back("spread Anvil / baseline");
-  std::string s = table_line(head) + separator(head.size(), 3);
+  std::string s = "Measured on " +
+                  (r.gpu.empty() ? machine_line(r) : r.gpu + " (the host: " + r.cpu + ")") +
+                  "\n\n" + table_line(head) + separator(head.size(), 3);
   std::vector<std::string> notes;
-  bool contended = false, above_peak = false;
-  auto percent = [](const std::vector<double>& ms) {
-    return ms.size() > 1 ? fixed(100 * BenchRow::spread(ms), 1) + "%" : std::string("-");
+  bool contended = false, above_peak = false, spread = false;
+  auto percent = [&](const std::vector<double>& ms) {
+    if (ms.size() < 2) return std::string("-");
+    const bool wide = BenchRow::spread(ms) > kSpreadWarning;
+    spread = spread || wide;
+    return fixed(100 * BenchRow::spread(ms), 1) + "%" + (wide ? " !" : "");
   };
   for (const BenchRow& row : r.rows) {
     const std::string side = r.gpu.empty() ? std::to_string(row.threads) : "GPU";
@@ -119,6 +159,17 @@ std::string bench_table(const BenchReport& r) {
   if (contended)
     s += "* contended: a median more than twice that side's fastest run (another process was "
          "using the cores)\n";
+  if (spread)
+    s += "! warning: that side's per-process medians spread beyond " +
+         fixed(100 * kSpreadWarning, 0) +
+         "% (max - min over their median): the machine's speed moved during the run (other "
+         "tenants, clocks) or the processes drew different memory placements; read the row's "
+         "speedup with that margin\n";
+  for (const CallOverhead& c : r.call_overhead)
+    s += "Per call on a one-op model (relu of one float, 1 thread): Anvil " +
+         fixed(c.anvil_ms * 1e3, 1) + " us, " + c.baseline + " " +
+         (c.baseline_ms ? fixed(*c.baseline_ms * 1e3, 1) + " us" : "not timed (" + c.note + ")") +
+         ": part of every row's time, most of it for the smallest models\n";
   return s;
 }
 
@@ -139,9 +190,26 @@ std::string ablation_table(const BenchReport& r) {
 nlohmann::json summary_json(const BenchReport& r) {
   nlohmann::json out;
   // On a GPU the CPU's peak was not measured and no row has a fraction of it.
+  const MachineFacts& m = r.machine;
   out["machine"] = {{"cpu", r.cpu},
+                    {"cpu_id", m.cpu_id},
+                    {"features", m.features},
+                    {"vector_bits", m.vector_bits},
+                    {"fma_units", m.fma_units},
+                    {"cores", m.cores},
+                    {"l1d_bytes", m.l1d_bytes},
+                    {"l2_bytes", m.l2_bytes},
+                    {"l3_bytes", m.l3_bytes},
                     {"peak_gflops_per_core", r.gpu.empty() ? nlohmann::json(r.peak_gflops_per_core)
                                                            : nlohmann::json(nullptr)}};
+  if (!r.call_overhead.empty()) {
+    out["call_overhead_ms"] = nlohmann::json::object();
+    for (const CallOverhead& c : r.call_overhead) {
+      out["call_overhead_ms"]["anvil"] = c.anvil_ms;
+      out["call_overhead_ms"][c.baseline] =
+          c.baseline_ms ? nlohmann::json(*c.baseline_ms) : nlohmann::json(nullptr);
+    }
+  }
   if (!r.gpu.empty()) out["machine"]["gpu"] = r.gpu;
   out["runs"] = r.runs;
   out["rows"] = nlohmann::json::array();

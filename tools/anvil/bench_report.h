@@ -57,11 +57,36 @@ struct ModelProfile {
   std::vector<runtime::KernelProfile> kernels;
 };
 
+// The machine the report was measured on, as a reader on another one needs it to compare: the
+// CPU's identity and extensions (runtime/host_cpu.h) and what Target knows of its caches and
+// vector units.
+struct MachineFacts {
+  std::string cpu_id;                 // "AuthenticAMD family 26 model 2"
+  std::vector<std::string> features;  // instruction-set extensions, LLVM's names
+  int vector_bits = 0, fma_units = 0, cores = 0;
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  static MachineFacts host();
+};
+
+// Each side's time per call on a model that does next to nothing (relu of one float, 1 thread):
+// what every row's time carries besides the work, which matters for the smallest models.
+struct CallOverhead {
+  std::string baseline;
+  double anvil_ms = 0;
+  std::optional<double> baseline_ms;  // empty: the baseline could not be timed (`note`)
+  std::string note;
+};
+
+// A side whose per-process medians spread more than this is flagged in the table.
+constexpr double kSpreadWarning = 0.10;
+
 struct BenchReport {
-  std::string cpu;                  // /proc/cpuinfo's model name
+  std::string cpu;                  // the CPU's brand ("AMD EPYC 9B45")
+  MachineFacts machine;             // the CPU's identity, extensions, caches (CPU runs)
   std::string gpu;                  // the device's name when the models ran on a GPU; else empty
   double peak_gflops_per_core = 0;  // the CPU's, measured; 0 when not measured (GPU runs)
   int runs = 0;                     // timed runs per side and row
+  std::vector<CallOverhead> call_overhead;
   std::vector<BenchRow> rows;
   std::vector<AblationRow> ablation;
   std::vector<ModelProfile> profiles;
@@ -69,6 +94,11 @@ struct BenchReport {
 
 // The CPU's model name ("AMD EPYC 7B13"), or "unknown CPU".
 std::string cpu_name();
+
+// One line naming the machine: "AMD EPYC (AuthenticAMD family 26 model 2): 512-bit vectors, 2 FMA
+// units, avx avx2 avx512bw ... fma; L1d 48 KiB, L2 1 MiB per core, L3 32 MiB; 2 cores; measured
+// peak 249.0 GFLOP/s per core".
+std::string machine_line(const BenchReport& report);
 
 // One line per row: the baseline's median, the median of the Anvil runs interleaved with it, the
 // speedup (or the mark of the row's note; a '*' when contended), Anvil's GFLOP/s and fraction of

@@ -34,14 +34,14 @@ struct Loaded {
 };
 
 // The artifact of an ONNX file, compiled for the host into `dir`.
-std::string compile_onnx(const std::string& onnx, const std::string& records,
+std::string compile_onnx(const std::string& onnx, const std::string& records, bool any_cpu,
                          const std::string& dir) {
   graph::Graph g = load_model(onnx, {});
   graph::BuildOptions build;
   const Target target = Target::host();
   std::optional<autotune::RecordBook> book;
   if (!records.empty()) {
-    book.emplace(read_tuning_records(records).records);
+    book.emplace(read_tuning_records(records, any_cpu).records);
     build.config_for = autotune::config_source(*book, target);
   }
   const std::string file = dir + "/model.so";
@@ -49,14 +49,14 @@ std::string compile_onnx(const std::string& onnx, const std::string& records,
   return file;
 }
 
-nlohmann::json serve(const nlohmann::json& req, const std::string& records, const TempDir& work,
-                     Loaded* m) {
+nlohmann::json serve(const nlohmann::json& req, const std::string& records, bool any_cpu,
+                     const TempDir& work, Loaded* m) {
   const std::string op = req.at("op").get<std::string>();
   if (op == "load") {
     Loaded next;
     std::string model = req.at("model").get<std::string>();
     if (model.size() > 5 && model.substr(model.size() - 5) == ".onnx")
-      model = compile_onnx(model, records, work.path());
+      model = compile_onnx(model, records, any_cpu, work.path());
     next.model = runtime::Model::load(model);
     AnvilSetNumThreads(req.at("threads").get<int>());
     const nlohmann::json& files = req.at("inputs");
@@ -97,7 +97,7 @@ nlohmann::json serve(const nlohmann::json& req, const std::string& records, cons
 
 }  // namespace
 
-void bench_worker_command(const std::string& tuning_records) {
+void bench_worker_command(const std::string& tuning_records, bool records_any_cpu) {
   const TempDir work("anvil-bench-worker-", "the bench worker's builds");
   std::cout << nlohmann::json{{"ok", true}, {"name", "anvil"}, {"version", "bench-worker"}}.dump()
             << std::endl;
@@ -106,7 +106,7 @@ void bench_worker_command(const std::string& tuning_records) {
     if (line.empty()) continue;
     nlohmann::json answer;
     try {
-      answer = serve(nlohmann::json::parse(line), tuning_records, work, &m);
+      answer = serve(nlohmann::json::parse(line), tuning_records, records_any_cpu, work, &m);
     } catch (const std::exception& e) {
       answer = {{"ok", false}, {"error", e.what()}};
     }

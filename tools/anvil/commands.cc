@@ -10,15 +10,18 @@
 #include <set>
 #include <sstream>
 
+#include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/frontend/onnx/importer.h"
 #include "anvil/graph/build.h"
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/host_memory.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/npy.h"
+#include "anvil/support/error.h"
 #include "anvil/target/peak.h"
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
@@ -146,7 +149,11 @@ void compile_command(const CompileOptions& o) {
     if (p == "alter_layout" && o.no_layout)
       usage_error("--print-after alter_layout: the pass does not run with --no-layout");
   autotune::RecordFile records;
-  if (!o.tuning_records.empty()) records = read_tuning_records(o.tuning_records);
+  if (!o.tuning_records.empty()) {
+    records = read_tuning_records(o.tuning_records, o.records_any_cpu);
+    if (std::string note = autotune::other_cpus_note(records); !note.empty())
+      std::cout << note << " (--records-any-cpu applies them)\n";
+  }
   const autotune::RecordBook book(records.records);
 
   graph::Graph g = load_model(o.model, o.input_shapes);
@@ -456,7 +463,22 @@ void inspect_command(const InspectOptions& o) {
 void env_command(const std::string& target_text) {
   const Target t = with_exit_code(kUsage, "--target '" + target_text + "'",
                                   [&] { return Target::parse(target_text); });
-  std::cout << "CPU: " << cpu_name() << "\n" << t.describe();
+  auto list = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : " ") + n;
+    return s.empty() ? std::string("(none detected)") : s;
+  };
+  std::cout << "CPU: " << cpu_name() << " (" << runtime::host_cpu().id() << ")\n"
+            << "extensions: " << list(runtime::host_cpu().features) << "\n";
+  if (!t.is_gpu()) {
+    try {
+      const codegen::TargetCpu cpu = codegen::target_cpu(t);
+      std::cout << "code for " << cpu.name << " may use: " << list(cpu.features) << "\n";
+    } catch (const anvil::Error& e) {
+      std::cout << "code generation: " << e.what() << "\n";  // the machine facts still apply
+    }
+  }
+  std::cout << t.describe();
   const std::string thp = runtime::huge_page_mode();
   std::cout << "transparent huge pages: " << thp
             << (thp == "always" || thp == "madvise"

@@ -24,6 +24,7 @@ struct CompileOptions {
   bool strict = false;                   // a kernel that loses its schedule is an error
   std::vector<std::string> print_after;  // graph passes (or "all")
   std::string tuning_records;            // JSON lines: each kernel's best recorded configuration
+  bool records_any_cpu = false;          // apply records tuned on other CPUs too
   std::string output;                    // model.so
 };
 void compile_command(const CompileOptions& options);

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
                 "Tuning records, one JSON record per line: each kernel gets its task's best "
                 "recorded configuration (the others the default rule)")
       ->type_name("FILE");
+  c->add_flag("--records-any-cpu", compile.records_any_cpu, kRecordsAnyCpuHelp);
   c->add_flag("-v,--verbose", compile.verbose, "Print the kernels and the memory plan");
   c->add_flag("--strict", compile.strict, kStrictHelp);
   c->add_option("-o,--output", compile.output, "The artifact to write (model.so)")
@@ -215,6 +216,7 @@ int main(int argc, char** argv) {
                 "Tuning records: Anvil's kernels get their best recorded configurations, and the "
                 "untuned build is timed too (baseline 'untuned')")
       ->type_name("FILE");
+  b->add_flag("--records-any-cpu", bench.records_any_cpu, kRecordsAnyCpuHelp);
   b->add_option("--processes", bench.processes,
                 "Fresh processes per side and row, timed round-robin; a row's median is the median "
                 "of the per-process medians, with their spread (0: Anvil runs in this process)")
@@ -265,6 +267,8 @@ int main(int argc, char** argv) {
                 "The records: read to resume, every trial appended (JSON lines)")
       ->required()
       ->type_name("FILE");
+  t->add_flag("--records-any-cpu", tune.records_any_cpu,
+              "Resume from and learn from records tuned on another CPU too");
   t->add_option("--trials", tune.trials,
                 "Configurations measured per task on average, the default included (the "
                 "scheduler moves trials to the tasks that gain the most)")
@@ -328,6 +332,8 @@ int main(int argc, char** argv) {
   bw->group("");
   std::string bench_worker_records;
   bw->add_option("--tuning-records", bench_worker_records);
+  bool bench_worker_any_cpu = false;
+  bw->add_flag("--records-any-cpu", bench_worker_any_cpu);
 
   std::string env_target = "llvm";
   CLI::App* env = app.add_subcommand(
@@ -391,7 +397,7 @@ int main(int argc, char** argv) {
     } else if (mw->parsed()) {
       measure_worker_command();
     } else if (bw->parsed()) {
-      bench_worker_command(bench_worker_records);
+      bench_worker_command(bench_worker_records, bench_worker_any_cpu);
     } else if (env->parsed()) {
       env_command(env_target);
     } else if (zoo->got_subcommand("list")) {

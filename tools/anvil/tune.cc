@@ -375,7 +375,12 @@ void tune_command(const TuneOptions& o) {
   // Resume: the trials already recorded count towards each task's.
   autotune::RecordFile file;
   std::error_code ec;
-  if (fs::exists(o.records, ec)) file = read_tuning_records(o.records);
+  if (fs::exists(o.records, ec)) file = read_tuning_records(o.records, o.records_any_cpu);
+  if (std::string note = autotune::other_cpus_note(file); !note.empty())
+    std::printf(
+        "%s: this run neither resumes from them nor learns from them "
+        "(--records-any-cpu)\n",
+        note.c_str());
 
   graph::Graph g = load_model(o.model, o.input_shapes);
   std::vector<autotune::ModelTask> tasks =

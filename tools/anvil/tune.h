@@ -15,14 +15,15 @@ struct TuneOptions {
                               // scheduler may move trials between tasks within the total
   std::string tuner = "xgb";  // xgb, genetic, random or grid (anvil/autotune/search.h)
   uint32_t seed = 0;
-  double time_budget_min = 0;  // stop starting trials after this many minutes (0: no limit)
-  double timeout_s = 60;       // per candidate: compile, check and timing
-  int repeats = 5;             // timed repeats per candidate
-  int early_stopping = 48;     // a task stops after this many trials without a 1% gain (0: never)
-  int batch = 8;               // candidates compiled together, then timed one by one
-  std::string records;         // --tuning-records: read to resume, appended to
-  std::string measure_worker;  // the worker's command line (empty: `anvil measure-worker`)
-  bool strict = false;         // the in-model check's builds: a lost schedule is an error
+  double time_budget_min = 0;    // stop starting trials after this many minutes (0: no limit)
+  double timeout_s = 60;         // per candidate: compile, check and timing
+  int repeats = 5;               // timed repeats per candidate
+  int early_stopping = 48;       // a task stops after this many trials without a 1% gain (0: never)
+  int batch = 8;                 // candidates compiled together, then timed one by one
+  std::string records;           // --tuning-records: read to resume, appended to
+  bool records_any_cpu = false;  // resume from and learn from other CPUs' records too
+  std::string measure_worker;    // the worker's command line (empty: `anvil measure-worker`)
+  bool strict = false;           // the in-model check's builds: a lost schedule is an error
 };
 void tune_command(const TuneOptions& options);
 
