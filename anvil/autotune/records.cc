@@ -13,20 +13,10 @@
 #include <limits>
 #include <sstream>
 
+#include "anvil/autotune/ab_timing.h"
 #include "anvil/support/error.h"
 
 namespace anvil::autotune {
-
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::infinity();
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 double Record::cost() const {
   return error ? std::numeric_limits<double>::infinity() : median(costs_s);

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "anvil/autotune/ab_timing.h"
 #include "anvil/autotune/records.h"
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/graph/build.h"
@@ -127,17 +128,7 @@ void set_times(BenchRow* row, const std::vector<double>& anvil,
   row->baseline_min_ms = b.min_ms;
 }
 
-// Times `n` calls of `model` one by one, appending each in ms.
-void time_anvil(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs, int n,
-                std::vector<double>* ms) {
-  for (int i = 0; i < n; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    model.run(inputs);
-    ms->push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-}
+using autotune::time_runs;
 
 // "" when `got` (a baseline's outputs, as files) computes what `want` (Anvil's) does: the same
 // count, shapes and dtypes, integers equal, floats within 1e-3 of the largest magnitude (the
@@ -290,11 +281,11 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
     AnvilSetNumThreads(t);
     std::vector<std::vector<double>> ms(models.size());
     std::vector<double> ignored;
-    for (const runtime::Model* model : models) time_anvil(*model, inputs, o.warmup, &ignored);
+    for (const runtime::Model* model : models) time_runs(*model, inputs, o.warmup, &ignored);
     while (static_cast<int>(ms[0].size()) < o.runs)
       for (size_t i = 0; i < models.size(); ++i) {
         pause_between_blocks(o);
-        time_anvil(*models[i], inputs, o.block, &ms[i]);
+        time_runs(*models[i], inputs, o.block, &ms[i]);
       }
     AblationRow row;
     row.name = m.name;
@@ -350,11 +341,11 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
         answer = worker.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
         for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
       };
-      time_anvil(model, inputs, o.warmup, &ignored);
+      time_runs(model, inputs, o.warmup, &ignored);
       time_baseline(o.warmup, &ignored);
       while (static_cast<int>(anvil_ms.size()) < o.runs) {
         pause_between_blocks(o);
-        time_anvil(model, inputs, o.block, &anvil_ms);
+        time_runs(model, inputs, o.block, &anvil_ms);
         pause_between_blocks(o);
         time_baseline(o.block, &baseline_ms);
       }
@@ -365,8 +356,8 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   // Without a baseline time Anvil is timed alone.
   if (!row.note.empty() || anvil_ms.empty()) {
     anvil_ms.clear();
-    time_anvil(model, inputs, o.warmup, &ignored);
-    time_anvil(model, inputs, o.runs, &anvil_ms);
+    time_runs(model, inputs, o.warmup, &ignored);
+    time_runs(model, inputs, o.runs, &anvil_ms);
   }
   if (!row.note.empty()) baseline_ms.clear();
   set_times(&row, anvil_ms, baseline_ms);
@@ -478,24 +469,13 @@ BenchRow bench_untuned(const BenchModel& m, int threads, const std::vector<runti
                        const std::vector<runtime::Model>& untuned,
                        const std::vector<runtime::NDArray>& inputs, const BenchOptions& o) {
   BenchRow row = empty_row(m.name, threads, "untuned");
-  std::vector<double> tuned_ms, untuned_ms, ignored;
-  for (size_t i = 0; i < tuned.size(); ++i) {
-    time_anvil(tuned[i], inputs, o.warmup, &ignored);
-    time_anvil(untuned[i], inputs, o.warmup, &ignored);
-  }
-  // Which build goes first alternates (ABBA): whatever the first block after a pause pays (the
-  // other build's weights in the caches, clocks ramping up) falls on both equally. Each round
-  // takes the next load of each.
-  for (int round = 0; static_cast<int>(tuned_ms.size()) < o.runs; ++round) {
-    const size_t load = static_cast<size_t>(round / 2) % tuned.size();
-    for (int k = 0; k < 2; ++k) {
-      const bool tuned_now = (k == 0) == (round % 2 == 0);
-      pause_between_blocks(o);
-      time_anvil(tuned_now ? tuned[load] : untuned[load], inputs, o.block,
-                 tuned_now ? &tuned_ms : &untuned_ms);
-    }
-  }
-  set_times(&row, tuned_ms, untuned_ms);
+  autotune::AbOptions ab;
+  ab.runs = o.runs;
+  ab.block = o.block;
+  ab.warmup = o.warmup;
+  ab.before_block = [&o] { pause_between_blocks(o); };
+  autotune::AbTimes t = autotune::time_ab(tuned, untuned, inputs, ab);
+  set_times(&row, t.a_ms, t.b_ms);
   return row;
 }
 
@@ -544,7 +524,10 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
     untuned = compile_model(g, m, target, true, true, work, o.strict);
   }
   std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> tuned_untuned;
-  if (untuned) tuned_untuned = load_copies(base.file, untuned->file, kUntunedLoads);
+  if (untuned)
+    tuned_untuned = with_exit_code(kCompile, "loading the tuned and untuned builds", [&] {
+      return autotune::load_copies(base.file, untuned->file, kUntunedLoads);
+    });
   std::fflush(stdout);
 
   // The inputs: --fill-mode random, as files for the workers.

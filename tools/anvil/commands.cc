@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 
+#include "anvil/autotune/ab_timing.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/frontend/onnx/importer.h"
@@ -193,47 +193,13 @@ void compile_command(const CompileOptions& o) {
   std::cout << "\n";
 }
 
-std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> load_copies(
-    const std::string& a, const std::string& b, int copies) {
-  auto load = [](const std::string& file) {
-    return with_exit_code(kCompile, "loading " + file, [&] { return runtime::Model::load(file); });
-  };
-  std::vector<runtime::Model> as, bs;
-  for (int i = 0; i < copies; ++i) {
-    if (i % 2 == 0) {
-      as.push_back(load(a));
-      bs.push_back(load(b));
-    } else {
-      bs.push_back(load(b));
-      as.push_back(load(a));
-    }
-  }
-  return {std::move(as), std::move(bs)};
-}
-
 runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode) {
-  runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype, /*zero=*/true);
-  std::mt19937 rng(0);
-  const DLDataType d = t.dtype;
-  auto fill = [&](auto* p, auto one, auto random) {
-    for (int64_t i = 0; i < a.numel(); ++i) p[i] = mode == "ones" ? one : random();
-  };
-  if (mode == "zeros") return a;
-  if (d.code == kDLFloat && d.bits == 32) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    fill(a.data_as<float>(), 1.0f, [&] { return u(rng); });
-  } else if (d.code == kDLFloat && d.bits == 64) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    fill(a.data_as<double>(), 1.0, [&] { return u(rng); });
-  } else if (d.code == kDLInt && d.bits == 64) {
-    fill(a.data_as<int64_t>(), int64_t{1}, [&] { return static_cast<int64_t>(rng() % 10); });
-  } else if (d.code == kDLInt && d.bits == 32) {
-    fill(a.data_as<int32_t>(), int32_t{1}, [&] { return static_cast<int32_t>(rng() % 10); });
-  } else {
+  try {
+    return autotune::filled_input(t, mode);
+  } catch (const std::invalid_argument&) {
     throw CliError(kBadInput, "--fill-mode " + mode + ": input " + type_string(t) +
                                   " has a dtype it cannot fill; give it with --input");
   }
-  return a;
 }
 
 namespace {

@@ -77,15 +77,6 @@ graph::Graph load_model(const std::string& model, const std::vector<std::string>
 // CliError(kBadInput) for a dtype it cannot fill.
 runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode);
 
-// `copies` loads each of two artifacts, interleaved (a, b, then b, a, ...) so that neither side
-// always gets the earlier memory. Where a load's weights and buffers land moves the model's time
-// by a few percent for the life of that load (measured: four loads of one ResNet-18 artifact in
-// one process ran at 19.3 to 20.3 ms, each the same in both halves of the run), so two builds are
-// compared over several loads of each. The loads coexist, so each has memory of its own. Throws
-// CliError(kCompile) naming the file that does not load.
-std::pair<std::vector<runtime::Model>, std::vector<runtime::Model>> load_copies(
-    const std::string& a, const std::string& b, int copies);
-
 // CompiledGraph::build as the commands run it, with options.strict = `strict` (--strict): then a
 // kernel whose schedule fails is a compile error; otherwise each fallback is one line on stderr,
 // "anvil: warning: kernel fused_3_conv2d (conv2d): schedule failed, using default loops: ...",
