@@ -140,16 +140,23 @@ const WinogradMatrices& winograd_matrices(int64_t m) {
 
 // The output tile, from the GEMM work per pair of channels, a^2 x tiles (per image): F(4x4)
 // unless F(2x2) does no more work (maps up to 5 wide, where 4x4 tiles waste most of their area),
-// or F(4x4)'s GEMM has fewer than 12 rows of tiles and its weight (36 C O floats) exceeds the
-// L2 cache: then every weight element streamed from memory serves too few FMAs and the GEMM is
-// bound by memory (measured: 7x7 512->512 and 10x10 520->520 run faster with F(2x2)), while
-// F(2x2) has 16/36 of the weight and more rows.
+// or F(4x4)'s weight (36 C O floats) exceeds the L2 cache and is streamed at batch 1 while it
+// serves too few FMAs: with fewer than 12 rows of tiles the GEMM is bound by memory (measured:
+// 7x7 512->512 and 10x10 520->520 run faster with F(2x2)), and otherwise F(4x4) must save more
+// multiplies over F(2x2) per extra byte than the machine's balance (ResNet's 14x14 256->256
+// saves 5.2 per byte: F(2x2), 3.4 -> 2.3-2.9 ms for layer 3 in the model on Zen 5), while F(2x2)
+// has 16/36 of the weight and more rows.
 int64_t winograd_tile(int64_t channels_in, int64_t channels_out, int64_t out_height,
                       int64_t out_width, const Target& target) {
   auto tiles = [&](int64_t m) { return ((out_height + m - 1) / m) * ((out_width + m - 1) / m); };
   if (16 * tiles(2) <= 36 * tiles(4)) return 2;
-  if (tiles(4) < 12 && 36 * channels_in * channels_out * 4 > target.l2_bytes) return 2;
-  return 4;
+  if (36 * channels_in * channels_out * 4 <= target.l2_bytes) return 4;
+  if (tiles(4) < 12) return 2;
+  // Both weights stream at batch 1: F(4x4)'s 36 taps must save enough multiplies over F(2x2)'s
+  // 16 per extra byte read, the machine's balance (as prefer_winograd weighs Winograd itself).
+  const double saved = 2.0 * static_cast<double>(16 * tiles(2) - 36 * tiles(4));
+  const double extra_bytes = 4.0 * (36 - 16);
+  return saved / extra_bytes >= target.flops_per_cycle() / target.memory_bytes_per_cycle() ? 4 : 2;
 }
 
 namespace {

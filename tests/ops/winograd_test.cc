@@ -386,12 +386,15 @@ TEST(Winograd, SpaceListsDefaultsFirst) {
 
 TEST(Winograd, TileRule) {
   // Large maps take F(4x4); a 7x7 map with 512 channels takes F(2x2) (its F(4x4) GEMM has 4
-  // rows and a 37 MB weight: bound by memory), a small weight keeps F(4x4). The same on every
-  // machine the table knows, whatever its L2.
+  // rows and a 37 MB weight: bound by memory), a small weight keeps F(4x4). Where both weights
+  // stream, F(4x4) must save enough multiplies per extra byte: a 14x14 map with 256 channels
+  // saves 5.2 FLOPs per byte over F(2x2), below every machine's balance (11 to 21), a 28x28 map
+  // with 128 channels 34. The same on every machine the table knows, whatever its L2.
   for (const char* cpu : {"", " -mcpu=znver3", " -mcpu=znver5", " -mcpu=sapphirerapids"}) {
     Target t = Target::parse(std::string("llvm") + cpu);
     EXPECT_EQ(winograd_tile(64, 64, 56, 56, t), 4) << cpu;
-    EXPECT_EQ(winograd_tile(256, 256, 14, 14, t), 4) << cpu;
+    EXPECT_EQ(winograd_tile(128, 128, 28, 28, t), 4) << cpu;
+    EXPECT_EQ(winograd_tile(256, 256, 14, 14, t), 2) << cpu;
     EXPECT_EQ(winograd_tile(512, 512, 7, 7, t), 2) << cpu;
     // A 2-wide map wastes less with F(2x2).
     EXPECT_EQ(winograd_tile(64, 64, 2, 2, t), 2) << cpu;
@@ -428,7 +431,7 @@ TEST(Winograd, PreferRule) {
 // it saves per extra byte exceed the machine's balance (its FLOPs per cycle over the bytes per
 // cycle a core streams). ResNet's layer 4 (7x7, 512 channels, F(2x2): 13 FLOPs per byte) is direct
 // on a core with two 512-bit FMA pipes (64 FLOPs per cycle) and Winograd on Zen 4 (one 512-bit
-// pipe) and AVX2 (32); layer 3 (14x14, 256, F(4x4): 22 per byte) is Winograd on all three.
+// pipe) and AVX2 (32); layer 3 (14x14, 256, F(2x2): 70 per byte) is Winograd on all three.
 TEST(Winograd, PreferRuleWeighsWeightTraffic) {
   Target zen5 = Target::parse("llvm -mcpu=znver5 -vector-bits=512");
   Target zen4 = Target::parse("llvm -mcpu=znver4 -vector-bits=512");
@@ -438,7 +441,7 @@ TEST(Winograd, PreferRuleWeighsWeightTraffic) {
   EXPECT_TRUE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, zen4));
   EXPECT_TRUE(prefer_winograd(512, 512, 7, 7, 3, 3, 1, 1, 1, 1, zen3));
   for (const Target& t : {zen5, zen4, zen3}) {
-    ASSERT_EQ(winograd_tile(256, 256, 14, 14, t), 4) << t.mcpu;
+    ASSERT_EQ(winograd_tile(256, 256, 14, 14, t), 2) << t.mcpu;
     EXPECT_TRUE(prefer_winograd(256, 256, 14, 14, 3, 3, 1, 1, 1, 1, t)) << t.mcpu;
   }
   // A weight within L2 is not streamed: layer 4's shape with 64 channels stays Winograd.
