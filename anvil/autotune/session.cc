@@ -235,6 +235,8 @@ TuningSession::TuningSession(const graph::Graph& g, const Target& target, Tuning
   st.spent = st.recorded;
 }
 
+TuningSession::TuningSession(TuningSession&&) noexcept = default;
+TuningSession& TuningSession::operator=(TuningSession&&) noexcept = default;
 TuningSession::~TuningSession() = default;
 
 int64_t TuningSession::budget() const {

@@ -69,9 +69,12 @@ class TuningSession {
  public:
   // The tasks of `g` for `target` (an llvm target for this CPU, or a GPU target measured on its
   // device), resuming from `records` (the records file read, its other CPUs' records set aside by
-  // the caller). Throws anvil::Error when the tasks cannot be extracted.
+  // the caller). `g` must outlive the session. Throws anvil::Error when the tasks cannot be
+  // extracted.
   TuningSession(const graph::Graph& g, const Target& target, TuningOptions options,
                 RecordFile records);
+  TuningSession(TuningSession&&) noexcept;
+  TuningSession& operator=(TuningSession&&) noexcept;
   ~TuningSession();
 
   // Called after every batch, and with each line the session has to say (the in-model check's

@@ -13,7 +13,6 @@
 #include <exception>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/host_cpu.h"

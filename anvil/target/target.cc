@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -499,6 +499,7 @@ CallOverhead call_overhead(const BenchOptions& o, const Target& target, Baseline
   q.runs = 2000;
   q.block = 500;
   q.warmup = 100;
+  q.pause_ms = 0;  // one thread a side: no idle pool spins between blocks
   BenchRow row = with_exit_code(kRuntime, "timing the one-op model", [&] {
     return bench_pair_processes(m, 1, b, c.file, {{"x", input}}, c.model.run(inputs), q, work);
   });

@@ -263,45 +263,45 @@ int main(int argc, char** argv) {
   CLI::App* t = app.add_subcommand(
       "tune", "Search each kernel's schedule configurations; append the trials to records");
   t->add_option("MODEL", tune.model, "An ONNX file, or zoo:NAME for a built-in model")->required();
-  t->add_option("--tuning-records", tune.records,
+  t->add_option("--tuning-records", tune.session.records,
                 "The records: read to resume, every trial appended (JSON lines)")
       ->required()
       ->type_name("FILE");
   t->add_flag("--records-any-cpu", tune.records_any_cpu,
               "Resume from and learn from records tuned on another CPU too");
-  t->add_option("--trials", tune.trials,
+  t->add_option("--trials", tune.session.trials,
                 "Configurations measured per task on average, the default included (the "
                 "scheduler moves trials to the tasks that gain the most)")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
-  t->add_option("--tuner", tune.tuner,
+  t->add_option("--tuner", tune.session.tuner,
                 "How to pick them: xgb (a cost model guiding simulated annealing), genetic, "
                 "random or grid (index order)")
       ->capture_default_str()
       ->type_name("TUNER")
       ->check(CLI::IsMember(tuner_names()));
-  t->add_option("--seed", tune.seed, "Seed of the search")->capture_default_str();
-  t->add_option("--early-stopping", tune.early_stopping,
+  t->add_option("--seed", tune.session.seed, "Seed of the search")->capture_default_str();
+  t->add_option("--early-stopping", tune.session.early_stopping,
                 "A task stops after this many trials without a 1% gain (0: never)")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(0, 1000000));
-  t->add_option("--batch", tune.batch,
+  t->add_option("--batch", tune.session.batch,
                 "Candidates compiled together (in parallel), then timed one at a time")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 256));
-  t->add_option("--time-budget", tune.time_budget_min,
+  t->add_option("--time-budget", tune.session.time_budget_min,
                 "Stop starting trials after this many minutes (the records resume from there)")
       ->type_name("MIN")
       ->check(CLI::Range(0.0, 1e6));
-  t->add_option("--timeout", tune.timeout_s,
+  t->add_option("--timeout", tune.session.measure.timeout_s,
                 "Seconds a candidate may take to compile, check and time before it is killed")
       ->capture_default_str()
       ->type_name("S")
       ->check(CLI::Range(0.1, 1e6));
-  t->add_option("--repeats", tune.repeats, "Timed repeats per candidate")
+  t->add_option("--repeats", tune.session.measure.repeats, "Timed repeats per candidate")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1000));
@@ -315,7 +315,8 @@ int main(int argc, char** argv) {
        "What to tune for: an llvm target for this CPU, or a GPU target measured on its device")
       ->capture_default_str()
       ->type_name("TARGET");
-  t->add_flag("--strict", tune.strict, "The in-model check's builds as compile --strict builds");
+  t->add_flag("--strict", tune.session.strict,
+              "The in-model check's builds as compile --strict builds");
   t->add_option("--input-shape", tune.input_shapes, "Bind an input's shape, NAME=DIMS; repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");

@@ -63,16 +63,17 @@ void tune_command(const TuneOptions& o) {
                 "': anvil tune measures where the kernels run (llvm or GPU targets)");
   }
   {
-    fs::path parent = fs::path(o.records).parent_path();
+    fs::path parent = fs::path(o.session.records).parent_path();
     std::error_code ec;
     if (!parent.empty() && !fs::is_directory(parent, ec))
-      usage_error("--tuning-records " + o.records + ": the directory '" + parent.string() +
+      usage_error("--tuning-records " + o.session.records + ": the directory '" + parent.string() +
                   "' does not exist");
   }
   // Resume: the trials already recorded count towards each task's.
   autotune::RecordFile file;
   std::error_code ec;
-  if (fs::exists(o.records, ec)) file = read_tuning_records(o.records, o.records_any_cpu);
+  if (fs::exists(o.session.records, ec))
+    file = read_tuning_records(o.session.records, o.records_any_cpu);
   if (std::string note = autotune::other_cpus_note(file); !note.empty())
     std::printf(
         "%s: this run neither resumes from them nor learns from them "
@@ -80,17 +81,7 @@ void tune_command(const TuneOptions& o) {
         note.c_str());
 
   graph::Graph g = load_model(o.model, o.input_shapes);
-  autotune::TuningOptions options;
-  options.trials = o.trials;
-  options.tuner = o.tuner;
-  options.seed = o.seed;
-  options.early_stopping = o.early_stopping;
-  options.batch = o.batch;
-  options.time_budget_min = o.time_budget_min;
-  options.measure.repeats = o.repeats;
-  options.measure.timeout_s = o.timeout_s;
-  options.strict = o.strict;
-  options.records = o.records;
+  autotune::TuningOptions options = o.session;
   std::istringstream words(o.measure_worker);
   for (std::string w; words >> w;) options.measure_worker.push_back(w);
   if (options.measure_worker.empty()) {
@@ -107,9 +98,9 @@ void tune_command(const TuneOptions& o) {
   std::printf(
       "%s: %zu tunable tasks for '%s', %d trials per task (%lld in all, %lld recorded; "
       "%s search)\n",
-      o.model.c_str(), tasks.size(), target.str().c_str(), o.trials,
+      o.model.c_str(), tasks.size(), target.str().c_str(), o.session.trials,
       static_cast<long long>(session.budget()), static_cast<long long>(session.recorded()),
-      o.tuner.c_str());
+      o.session.tuner.c_str());
   for (const autotune::TaskStatus& s : tasks)
     std::printf(
         "[%zu/%zu] %s: %zu kernel(s), %.1f%% of the FLOPs, %lld configurations%s\n", s.index + 1,
@@ -151,7 +142,7 @@ void tune_command(const TuneOptions& o) {
                 s.index + 1, s.count, s.task->task.op.c_str(),
                 gflops_string(s.flops, s.best_s).c_str(),
                 gflops_string(s.flops, s.default_s).c_str(), s.measured_now, s.failed);
-  std::printf("records in %s (%lld trials in %s)\n", o.records.c_str(),
+  std::printf("records in %s (%lld trials in %s)\n", o.session.records.c_str(),
               static_cast<long long>(trials_now), minutes_string(elapsed_s).c_str());
 }
 
