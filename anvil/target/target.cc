@@ -113,19 +113,12 @@ HostCaches cpuid_caches() {
 void host_fma_units(Target* t) {
   t->fma_units = 2;
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
-    t->fma_units = 1;
-    return;
-  }
-  const bool amd = ebx == 0x68747541;
-  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-  const unsigned family = ((eax >> 8) & 0xf) + (((eax >> 8) & 0xf) == 0xf ? (eax >> 20) & 0xff : 0);
-  __builtin_cpu_init();
-  if (amd && family == 0x19 && t->vector_bits >= 512) {
+  const runtime::HostCpu& cpu = runtime::host_cpu();
+  const bool amd = cpu.vendor == "AuthenticAMD";
+  if (amd && cpu.family == 0x19 && t->vector_bits >= 512) {
     t->fma_units = 1;
     t->fma_pipe_bits = 256;
-  } else if ((amd && family < 0x17) || !__builtin_cpu_supports("fma")) {
+  } else if ((amd && cpu.family < 0x17) || !cpu.has("fma")) {
     t->fma_units = 1;
   }
 #endif
