@@ -12,9 +12,13 @@ namespace {
 using namespace pt;
 using ops::Attrs;
 
+// The host's target with `bits`-wide vectors and FMA pipes as wide, so that the block rule is the
+// same on every host (where 512-bit FMAs issue as two halves, as on Zen 4, 8-channel blocks cost
+// no more than 16 and 104 channels would take blocks of 8).
 Target target_with_bits(int bits) {
   Target t = Target::parse("llvm");
   t.vector_bits = bits;
+  t.fma_pipe_bits = bits;
   return t;
 }
 
