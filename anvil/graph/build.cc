@@ -310,6 +310,7 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
     p.outputs.push_back(slot_of(v));
     last[v] = -1;
   }
+  p.output_names = g.output_names();
   for (size_t v = 0; v < g.num_values(); ++v)
     if (last[v] >= 0 && p.slots[slot[v]].storage == runtime::GraphProgram::Storage::kOwned)
       p.calls[static_cast<size_t>(last[v])].release.push_back(slot[v]);

@@ -142,12 +142,14 @@ ValueId Graph::add(const std::string& name, const std::string& op, ops::Attrs at
   return outs[0];
 }
 
-void Graph::add_output(ValueId v) {
+void Graph::add_output(ValueId v, const std::string& name) {
   ANVIL_CHECK(v >= 0 && static_cast<size_t>(v) < values_.size(), "graph: output value ", v,
               " is not defined");
-  for (ValueId o : outputs_)
-    ANVIL_CHECK(o != v, "graph: value '", values_[v].name, "' is already an output");
+  std::string n = name.empty() ? values_[v].name : name;
+  for (const std::string& o : output_names_)
+    ANVIL_CHECK(o != n, "graph: two outputs are named '", n, "'");
   outputs_.push_back(v);
+  output_names_.push_back(std::move(n));
 }
 
 const Value& Graph::value(ValueId v) const {
@@ -209,8 +211,10 @@ std::string Graph::str() const {
     os << "  # " << n.name << "\n";
   }
   os << "outputs";
-  for (size_t i = 0; i < outputs_.size(); ++i)
+  for (size_t i = 0; i < outputs_.size(); ++i) {
     os << (i ? ", " : " ") << "%" << values_[outputs_[i]].name;
+    if (output_names_[i] != values_[outputs_[i]].name) os << " as '" << output_names_[i] << "'";
+  }
   os << "\n";
   return os.str();
 }
@@ -253,13 +257,8 @@ void GraphRewriter::copy_node(NodeId n) {
 }
 
 Graph GraphRewriter::finish() {
-  for (ValueId v : old_.outputs()) {
-    ValueId m = map(v);
-    // An output may already be one (two old outputs mapped to the same value): keep the first.
-    bool seen = false;
-    for (ValueId o : out_.outputs()) seen = seen || o == m;
-    if (!seen) out_.add_output(m);
-  }
+  for (size_t i = 0; i < old_.outputs().size(); ++i)
+    out_.add_output(map(old_.outputs()[i]), old_.output_names()[i]);
   return std::move(out_);
 }
 

@@ -58,8 +58,11 @@ class Graph {
   // Single-output convenience.
   ValueId add(const std::string& name, const std::string& op, ops::Attrs attrs,
               const std::vector<ValueId>& inputs);
-  // Marks a value as a graph output (in order; a value may be an output once).
-  void add_output(ValueId v);
+  // Marks a value as a graph output (in order), named `name` in the model's interface (empty:
+  // the value's name). Output names are unique; one value may be several outputs (an ONNX graph
+  // that returns the same tensor twice, or an input passed through `Identity`), each with its own
+  // name, which passes keep even when they rename or replace the value.
+  void add_output(ValueId v, const std::string& name = "");
 
   const Value& value(ValueId v) const;
   const Node& node(NodeId n) const;
@@ -68,6 +71,7 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
   // The value named `name`, or -1.
   ValueId find(const std::string& name) const;
   // The nodes reading each value (computed on demand).
@@ -84,6 +88,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_, outputs_;
+  std::vector<std::string> output_names_;  // one per output
   std::map<std::string, ValueId> value_names_;
   std::map<std::string, NodeId> node_names_;
 };

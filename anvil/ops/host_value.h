@@ -71,8 +71,8 @@ inline bool compiled_dtype(ir::DataType t) {
 // Throws naming `op` when compiled code cannot take `t`.
 inline void check_compiled_dtype(const std::string& op, ir::DataType t, const char* what) {
   ANVIL_CHECK(compiled_dtype(t), op, ": ", what, " is ", t,
-              ", which only the reference interpreter handles (compiled code takes float32, "
-              "int32, int64 and bool)");
+              ", which compiled code does not take yet (it takes float32, int32, int64 and "
+              "bool)");
 }
 
 // Element k of an integer or bool tensor as an int64 (uint64 keeps its bit pattern).

@@ -89,7 +89,6 @@ void check_input(const std::string& op, const std::vector<TensorType>& in, bool 
             (any_float && in[0].dtype.is_float() && host::reference_dtype(in[0].dtype));
   ANVIL_CHECK(ok, op, ": input must be ", any_float ? "float16, float32 or float64" : "float32",
               ", not ", in[0].dtype);
-  ANVIL_CHECK(!in[0].shape.empty(), op, ": input must have rank 1 or more, not a scalar");
 }
 
 // `axis` (negative counts from the end) as an index into a shape of `rank` dimensions.
@@ -216,6 +215,7 @@ Slabs slabs(const std::vector<int64_t>& shape, int axis) {
 enum class ReduceKind { kSum, kMean, kMax, kMin, kProd };
 
 Expr reduce_body(ReduceKind kind, Expr v, const std::vector<IterVar>& axes, int64_t count) {
+  if (axes.empty()) return v;  // a scalar input: each reduction of one element is that element
   switch (kind) {
     case ReduceKind::kSum:
       return te::sum(v, axes);
@@ -417,7 +417,7 @@ void register_reduce(const std::string& name, ReduceKind kind) {
   };
   def.compute = [name, kind](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     ANVIL_CHECK(in[0]->dtype == f32, name, ": input is ", in[0]->dtype,
-                ", which only the reference interpreter handles (compiled code takes float32)");
+                ", which compiled code does not take yet (it takes float32)");
     ReduceSpec spec = reduce_spec(name, shape_of(in[0]), attrs);
     return std::vector<te::Tensor>{reduce_compute(name, kind, in[0], spec)};
   };
@@ -430,8 +430,9 @@ void register_reduce(const std::string& name, ReduceKind kind) {
     // reduction variable (the schedule is not given the attributes).
     const te::Tensor& out = outs[0];
     const Reduce* r = out->body.as<Reduce>();
-    const Load* load = r ? r->source.as<Load>() : nullptr;
-    if (load == nullptr && r) {  // reduce_mean: sum(x * (1/N))
+    if (r == nullptr) return;  // of a scalar: one element copied, nothing to schedule
+    const Load* load = r->source.as<Load>();
+    if (load == nullptr) {  // reduce_mean: sum(x * (1/N))
       const Mul* mul = r->source.as<Mul>();
       load = !mul ? nullptr : mul->a.as<Load>() ? mul->a.as<Load>() : mul->b.as<Load>();
     }

@@ -335,7 +335,7 @@ void register_resize() {
         te::Tensor x = in[0];
         ResizeSpec s = resize_spec(shape_of(x), attrs);
         ANVIL_CHECK(s.mode != "cubic", name, ": mode 'cubic' has no compiled form (input ",
-                    to_string(type_of(x)), "): run the model with the reference interpreter");
+                    to_string(type_of(x)), ") yet");
         // Linear: the two neighbours floor(v) and floor(v) + 1, clamped (edge), weighted by the
         // fraction of v.
         auto neighbours = [](const AxisMap& m, Expr o) {

@@ -121,8 +121,6 @@ void register_reshape_like(const std::string& name, std::vector<AttrSpec> attrs,
         check_inputs(name, in, 1);
         check_data_type(name, in[0]);
         std::vector<int64_t> s = shape_fn(in[0].shape, attrs);
-        ANVIL_CHECK(!s.empty(), name, ": a rank-0 output is not supported (input ",
-                    to_string(in[0]), ")");
         check_output_shape(name, s, /*allow_empty=*/true);
         return std::vector<TensorType>{{s, in[0].dtype}};
       },
@@ -431,9 +429,6 @@ void register_gather() {
         ANVIL_CHECK(in[1].dtype == DataType::Int32() || in[1].dtype == DataType::Int64(), name,
                     ": indices must be int32 or int64, not ", in[1].dtype);
         std::vector<int64_t> s = gather_shape(in[0].shape, in[1].shape, attrs, nullptr);
-        ANVIL_CHECK(!s.empty(), name,
-                    ": a scalar output is not supported (rank-1 data with "
-                    "scalar indices); use indices of shape [1]");
         check_output_shape(name, s);
         return std::vector<TensorType>{{s, in[0].dtype}};
       },

@@ -53,9 +53,9 @@ int64_t offset(const std::vector<int64_t>& i, const std::vector<int64_t>& shape)
 
 [[noreturn]] void no_compiled_form(const std::string& op, const std::vector<te::Tensor>& in) {
   throw Error(str(op,
-                  ": has no compiled form (compiled code supports 1-D and 2-D convolutions "
+                  ": has no compiled form yet (compiled code supports 1-D and 2-D convolutions "
                   "and 2-D pools); input x is ",
-                  to_string(type_of(in.at(0))), ": run the model with the reference interpreter"));
+                  to_string(type_of(in.at(0)))));
 }
 
 void check_float(const std::string& op, const TensorType& t, const char* what) {

@@ -37,7 +37,7 @@ Device& get_or_open(Slot& slot, std::unique_ptr<Device> (*open)()) {
       slot.error = e.what();
     }
   });
-  if (slot.device == nullptr) throw std::runtime_error(slot.error);
+  if (slot.device == nullptr) throw DeviceUnavailable(slot.error);
   return *slot.device;
 }
 
@@ -58,8 +58,8 @@ Device& Device::get(DLDeviceType type) {
     case kDLOpenCL:
       return get_or_open(opencl, open_opencl_device);
     default:
-      throw std::runtime_error("no GPU device layer for device type " + device_name(type) +
-                               ": Anvil runs device kernels on cuda and opencl");
+      throw DeviceUnavailable("no GPU device layer for device type " + device_name(type) +
+                              ": Anvil runs device kernels on cuda and opencl");
   }
 }
 

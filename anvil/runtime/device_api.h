@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,12 +45,19 @@ class DeviceModule {
                          const DLTensor* const* args, Stream stream = nullptr) = 0;
 };
 
+// A device a program needs cannot be opened on this machine (no driver, no device, a driver
+// error while opening it): the machine's state, not a fault of the program.
+class DeviceUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
 
   // The process-wide device of `type` (kDLCUDA or kDLOpenCL; device 0), opened on first use
-  // (thread-safe) and kept until the process exits. Throws std::runtime_error naming the library
+  // (thread-safe) and kept until the process exits. Throws DeviceUnavailable naming the library
   // tried (libcuda.so.1, libOpenCL.so.1) and why it failed: no library, no platform or device, a
   // driver error with its code. A failed open is not retried: later calls throw its message.
   static Device& get(DLDeviceType type);

@@ -115,6 +115,12 @@ void GraphProgram::validate(const std::string& origin) const {
       fail("input " + std::to_string(i) + " is not stored as that input");
   }
   for (size_t i = 0; i < outputs.size(); ++i) check_slot(outputs[i], "output " + std::to_string(i));
+  if (!output_names.empty() && output_names.size() != outputs.size())
+    fail("names " + std::to_string(output_names.size()) + " outputs but has " +
+         std::to_string(outputs.size()));
+  for (size_t i = 0; i < output_names.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (output_names[i] == output_names[k]) fail("names two outputs '" + output_names[i] + "'");
   for (const Call& c : calls) {
     for (int32_t a : c.args) check_slot(a, "kernel " + c.kernel);
     for (int32_t r : c.release) {
@@ -152,6 +158,7 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
   j["slots"] = slots;
   j["inputs"] = p.inputs;
   j["outputs"] = p.outputs;
+  if (!p.output_names.empty()) j["output_names"] = p.output_names;  // optional: older programs
   json calls = json::array();
   for (const GraphProgram::Call& c : p.calls) {
     json jc = {{"kernel", c.kernel}, {"nodes", c.nodes}, {"args", c.args}, {"release", c.release}};
@@ -229,6 +236,10 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
     p.inputs = j.at("inputs").get<std::vector<int32_t>>();
     field = "outputs";
     p.outputs = j.at("outputs").get<std::vector<int32_t>>();
+    if (j.contains("output_names")) {
+      field = "output_names";
+      p.output_names = j.at("output_names").get<std::vector<std::string>>();
+    }
     const json& calls = j.at("calls");
     for (size_t i = 0; i < calls.size(); ++i) {
       field = "calls[" + std::to_string(i) + "]";

@@ -51,6 +51,10 @@ struct GraphProgram {
   std::vector<std::string> cpu_features;
   std::vector<Slot> slots;
   std::vector<int32_t> inputs, outputs;  // slots
+  // The outputs' names in the model's interface, one per output (the graph's output names: a
+  // slot may be several outputs, or an input passed through). Empty: the slots' names (programs
+  // written before the field).
+  std::vector<std::string> output_names;
   std::vector<Call> calls;
   int64_t arena_bytes = 0;
   std::vector<NDArray> params;  // by Slot::offset of kParam slots
@@ -70,6 +74,10 @@ struct GraphProgram {
   // Checks every index and size (slots in range, arena slots inside the arena, parameters of the
   // slot's shape and dtype, every call's kernel present); throws ArtifactError naming `origin`.
   void validate(const std::string& origin) const;
+  // The name of output i.
+  const std::string& output_name(size_t i) const {
+    return output_names.empty() ? slots[outputs[i]].name : output_names[i];
+  }
 };
 
 // The program as JSON (without kernel pointers, parameters or keep_alive) and back. from_json
@@ -83,6 +91,17 @@ struct ParamsFile {
 std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file);
 GraphProgram program_from_json(std::string_view json, const std::string& origin,
                                ParamsFile* params_file);
+
+// What an artifact holds, read without loading its code, so that one built for another CPU or for
+// a GPU this machine lacks can still be described: its program (no kernels attached, no
+// parameters) and the sizes of its parts. Throws ArtifactError as Model::load does for a file
+// that is not a valid artifact.
+struct ArtifactContents {
+  GraphProgram program;
+  ParamsFile params_file;  // a separate parameter file, or none (name empty)
+  uint64_t file_bytes = 0, library_bytes = 0, program_bytes = 0, params_bytes = 0;
+};
+ArtifactContents read_artifact(const std::string& path);
 
 // For a program whose kernels run on the CPU: moves the parameters into one block of host memory
 // (runtime/host_memory.h: aligned to 2 MiB, huge pages where the kernel grants them, in the

@@ -50,6 +50,19 @@ std::string portable_level(const HostCpu& cpu) {
 
 Model::Model(GraphProgram program) : state_(make_state(std::move(program), "<in memory>")) {}
 
+ArtifactContents read_artifact(const std::string& path) {
+  std::string file = read_file(path, "model");
+  ArtifactTrailer t = decode_trailer(file, path);
+  ArtifactContents c;
+  c.program = program_from_json(std::string_view(file).substr(t.library_bytes, t.program_bytes),
+                                path, &c.params_file);
+  c.file_bytes = file.size();
+  c.library_bytes = t.library_bytes;
+  c.program_bytes = t.program_bytes;
+  c.params_bytes = t.params_bytes;
+  return c;
+}
+
 Model Model::load(const std::string& path) {
   std::string file = read_file(path, "model");
   ArtifactTrailer t = decode_trailer(file, path);
@@ -110,6 +123,8 @@ Model Model::load(const std::string& path) {
     for (GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
   } catch (const ArtifactError&) {
     throw;
+  } catch (const DeviceUnavailable&) {
+    throw;  // the machine's state, not the artifact's fault
   } catch (const std::runtime_error& e) {
     throw ArtifactError(e.what());
   }
@@ -129,9 +144,10 @@ std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::
   for (int32_t s : program.inputs)
     state->inputs.push_back(
         {program.slots[s].name, program.slots[s].shape, program.slots[s].dtype});
-  for (int32_t s : program.outputs)
-    state->outputs.push_back(
-        {program.slots[s].name, program.slots[s].shape, program.slots[s].dtype});
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const GraphProgram::Slot& s = program.slots[program.outputs[i]];
+    state->outputs.push_back({program.output_name(i), s.shape, s.dtype});
+  }
   state->program = std::move(program);
   return state;
 }
@@ -207,6 +223,14 @@ std::vector<KernelProfile> Model::profile(const std::vector<NDArray>& inputs, in
   return result;
 }
 
+std::string rebind_hint(const std::string& input, const std::vector<int64_t>& shape) {
+  std::string dims;
+  for (int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+  return "; the shapes were bound when the model was compiled: compile it again with "
+         "--input-shape " +
+         input + "=" + dims + " to run it on this one";
+}
+
 namespace {
 
 void check_inputs(const Model::State& s, const std::vector<NDArray>& inputs) {
@@ -221,9 +245,13 @@ void check_inputs(const Model::State& s, const std::vector<NDArray>& inputs) {
     std::string expected = to_string(want.dtype) + shape_str(want.shape);
     if (!inputs[i].defined())
       throw InputError("input '" + want.name + "': expected " + expected + ", got no array");
-    if (to_string(inputs[i].dtype()) != to_string(want.dtype) || inputs[i].shape() != want.shape)
+    const bool same_dtype = to_string(inputs[i].dtype()) == to_string(want.dtype);
+    if (!same_dtype || inputs[i].shape() != want.shape)
       throw InputError("input '" + want.name + "': expected " + expected + ", got " +
-                       to_string(inputs[i].dtype()) + shape_str(inputs[i].shape()));
+                       to_string(inputs[i].dtype()) + shape_str(inputs[i].shape()) +
+                       (same_dtype && !inputs[i].shape().empty()
+                            ? rebind_hint(want.name, inputs[i].shape())
+                            : ""));
   }
 }
 

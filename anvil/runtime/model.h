@@ -35,6 +35,11 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Why a model refuses an input of another shape, and the way out: an artifact's shapes are bound
+// when it is compiled. "; the shapes were bound when the model was compiled: compile it again with
+// --input-shape x=4x3 to run it on this one".
+std::string rebind_hint(const std::string& input, const std::vector<int64_t>& shape);
+
 struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;
@@ -53,7 +58,9 @@ struct KernelProfile {
 
 class Model {
  public:
-  // Loads `path` (with its parameter file beside it when the artifact keeps them apart).
+  // Loads `path` (with its parameter file beside it when the artifact keeps them apart). Throws
+  // ArtifactError for a file that is not a valid artifact, DeviceUnavailable (device_api.h) when
+  // a GPU artifact's device cannot be opened here.
   static Model load(const std::string& path);
   // A model over an in-memory program (CompiledGraph runs through this; kernels JIT-compiled).
   // Throws ArtifactError when the program is inconsistent (GraphProgram::validate).

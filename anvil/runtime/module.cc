@@ -103,9 +103,10 @@ Module Module::open(std::shared_ptr<State> state, const std::string& file) {
       state->context = DeviceContext{&device, state->device_module.get()};
       state->device_type = type;
     } catch (const std::runtime_error& e) {
-      throw std::runtime_error("cannot load Anvil module '" + path + "': its " +
-                               (type == kDLCUDA ? "cuda" : "opencl") +
-                               " device program: " + e.what());
+      std::string what = "cannot load Anvil module '" + path + "': its " +
+                         (type == kDLCUDA ? "cuda" : "opencl") + " device program: " + e.what();
+      if (dynamic_cast<const DeviceUnavailable*>(&e)) throw DeviceUnavailable(what);
+      throw std::runtime_error(what);
     }
   }
 

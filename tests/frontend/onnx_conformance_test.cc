@@ -51,9 +51,9 @@ void collect_ops(const ::onnx::GraphProto& g, std::set<std::string>& ops) {
   }
 }
 
-// The input named in a "must be a compile-time constant" error, or "".
+// The input named in a "must be known at compile time" error, or "".
 std::string non_constant_input(const std::string& msg) {
-  size_t at = msg.find("' must be a compile-time constant");
+  size_t at = msg.find("' must be known at compile time");
   if (at == std::string::npos) return "";
   size_t open = msg.rfind('\'', at - 1);
   return open == std::string::npos ? "" : msg.substr(open + 1, at - open - 1);

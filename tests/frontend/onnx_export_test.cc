@@ -545,6 +545,28 @@ TEST(OnnxExport, NamesAreKeptAndMadeUnique) {
   expect_close(graph::interpret(rt.imported, in)[0], graph::interpret(g, in)[0], 0, "names");
 }
 
+// Output names are the interface's, not the values': one value returned under two names, an
+// input passed through under another, each kept by the graph passes, the ONNX export (an Identity
+// per renamed output) and the import back.
+TEST(OnnxExport, OutputNamesSurvivePassesAndTheRoundTrip) {
+  Graph g;
+  ValueId x = g.add_input("x", f32({2, 3}));
+  ValueId r = g.add("r", "relu", Attrs(), {x});
+  g.add_output(r, "a");
+  g.add_output(r, "b");
+  g.add_output(x, "c");
+  EXPECT_EQ(user_error([&] { g.add_output(x, "a"); }), "graph: two outputs are named 'a'");
+  const std::vector<std::string> names = {"a", "b", "c"};
+  Graph optimized = graph::CompiledGraph::optimize(g, Target::host(), {});
+  EXPECT_EQ(optimized.output_names(), names);
+  RoundTrip rt = export_and_import(g, "output_names");
+  EXPECT_EQ(rt.imported.output_names(), names);
+  std::vector<NDArray> in = models::example_inputs(g);
+  std::vector<NDArray> want = graph::interpret(g, in), got = graph::interpret(rt.imported, in);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) expect_close(got[i], want[i], 0, names[i]);
+}
+
 // ---- errors
 
 TEST(OnnxExport, RefusesLayoutOpsListingEveryNode) {

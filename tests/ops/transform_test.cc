@@ -128,7 +128,8 @@ TEST(Transform, SqueezeUnsqueeze) {
              "squeeze: attribute 'axes' names axis 1 of input [1, 3], whose size is 3, not 1");
   EXPECT_HAS(infer_error("squeeze", {{{1, 3}, f32}}, {{"axes", V{2}}}),
              "squeeze: attribute 'axes' = 2 is out of range for rank 2");
-  EXPECT_HAS(infer_error("squeeze", {{{1, 1}, f32}}, {}), "squeeze: a rank-0 output");
+  check_op("squeeze", {{{1, 1}, f32}}, Attrs("squeeze", {}), exact());  // to a scalar
+  check_op("unsqueeze", {{{}, f32}}, Attrs("unsqueeze", {{"axes", V{0, 1}}}), exact());
   EXPECT_HAS(infer_error("unsqueeze", {{{3}, f32}}, {{"axes", V{0, -3}}}),
              "unsqueeze: attribute 'axes' names axis 0 twice");
   EXPECT_HAS(infer_error("unsqueeze", {{{3}, f32}}, {{"axes", V{3}}}),

@@ -513,6 +513,38 @@ TEST(Model, ProgramCpuFieldIsOptional) {
   EXPECT_TRUE(program_from_json(json, "without", nullptr).cpu_features.empty());
 }
 
+// Rank-0 tensors through the C API: y = s * v and t = s + s for a scalar s, a scalar output with
+// ndim 0 and no shape array.
+TEST(Model, CApiScalars) {
+  graph::Graph g;
+  graph::ValueId sv = g.add_input("s", {{}, ir::DataType::Float32()});
+  graph::ValueId v = g.add_input("v", {{3}, ir::DataType::Float32()});
+  g.add_output(g.add("y", "mul", ops::Attrs(), {sv, v}));
+  g.add_output(g.add("t", "add", ops::Attrs(), {sv, sv}));
+  fs::path path = temp_dir() / "scalars.so";
+  CompiledGraph::build(g, Target::host(), graph::BuildOptions()).save(path.string());
+  AnvilModelHandle m = nullptr;
+  ASSERT_EQ(AnvilModelLoad(path.c_str(), &m), 0) << AnvilGetLastError();
+  int32_t ndim = -1;
+  const int64_t* shape = nullptr;
+  ASSERT_EQ(AnvilModelInputInfo(m, 0, nullptr, &ndim, &shape, nullptr), 0);
+  EXPECT_EQ(ndim, 0);
+  ASSERT_EQ(AnvilModelOutputInfo(m, 1, nullptr, &ndim, &shape, nullptr), 0);
+  EXPECT_EQ(ndim, 0);
+  float s = 1.5f, vec[3] = {1, -2, 4}, y[3] = {}, t = 0;
+  int64_t three = 3;
+  DLTensor s_in{&s, {kDLCPU, 0}, 0, {kDLFloat, 32, 1}, nullptr, nullptr, 0};
+  DLTensor v_in{vec, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &three, nullptr, 0};
+  DLTensor y_out{y, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &three, nullptr, 0};
+  DLTensor t_out{&t, {kDLCPU, 0}, 0, {kDLFloat, 32, 1}, nullptr, nullptr, 0};
+  const DLTensor* ins[] = {&s_in, &v_in};
+  DLTensor* outs[] = {&y_out, &t_out};
+  ASSERT_EQ(AnvilModelRun(m, ins, 2, outs, 2), 0) << AnvilGetLastError();
+  EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{1.5f, -3, 6}));
+  EXPECT_EQ(t, 3.0f);
+  AnvilModelFree(m);
+}
+
 TEST(Model, CApi) {
   Saved s = save_small();
   AnvilModelHandle m = nullptr;

@@ -525,7 +525,7 @@ TEST_F(CliDqn, CompilesAndRunsForGpuTargets) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("wrote dqn_cuda.so"), std::string::npos) << c.out;
   if (!runtime::Device::available(kDLCUDA))
-    expect_error("run dqn_cuda.so --input state=state.npy", 2, {"libcuda.so.1"});
+    expect_error("run dqn_cuda.so --input state=state.npy", 4, {"libcuda.so.1"});
 
   r = anvil("inspect zoo:dqn --target opencl --stage fused");
   ASSERT_EQ(r.code, 0) << r.err;

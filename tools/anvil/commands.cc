@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -17,6 +18,8 @@
 #include "anvil/graph/flops.h"
 #include "anvil/models/models.h"
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/device_api.h"
+#include "anvil/runtime/graph_executor.h"
 #include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/host_memory.h"
 #include "anvil/runtime/model.h"
@@ -83,40 +86,110 @@ void check_output_path(const std::string& path, const std::string& option) {
     usage_error(option + " " + path + ": is a directory (expected a file name)");
 }
 
+// Whether `path` names a compiled artifact (a shared library: ELF's magic first).
+bool is_artifact(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::string(magic, 4) ==
+                                 "\x7f"
+                                 "ELF";
+}
+
+std::string slot_string(const runtime::GraphProgram& p, int32_t slot, const std::string& name) {
+  const runtime::GraphProgram::Slot& s = p.slots[slot];
+  return "'" + name + "' " + runtime::to_string(s.dtype) + dims_string(s.shape);
+}
+
+// `anvil inspect model.so`: what the artifact holds, read without loading its code (it may be
+// for another CPU or a GPU this machine lacks), and whether it runs here.
+void describe_artifact(const std::string& path) {
+  const runtime::ArtifactContents a =
+      with_exit_code(kBadInput, "", [&] { return runtime::read_artifact(path); });
+  const runtime::GraphProgram& p = a.program;
+  std::cout << "artifact " << path << " (" << bytes_string(static_cast<int64_t>(a.file_bytes))
+            << ": code " << bytes_string(static_cast<int64_t>(a.library_bytes)) << ", program "
+            << bytes_string(static_cast<int64_t>(a.program_bytes)) << ", parameters "
+            << (a.params_file.name.empty()
+                    ? bytes_string(static_cast<int64_t>(a.params_bytes))
+                    : "in " + a.params_file.name + ", " +
+                          bytes_string(static_cast<int64_t>(a.params_file.bytes)))
+            << ")\n";
+  std::cout << "target: " << p.target << "\n";
+  if (!p.cpu.empty() || !p.cpu_features.empty()) {
+    std::string features;
+    for (const std::string& f : p.cpu_features) features += " " + f;
+    std::cout << "compiled for CPU: " << p.cpu << (features.empty() ? "" : ", using" + features)
+              << "\n";
+    std::vector<std::string> missing =
+        runtime::missing_cpu_features(p.cpu_features, runtime::host_cpu());
+    std::string lacks;
+    for (const std::string& f : missing) lacks += (lacks.empty() ? "" : ", ") + f;
+    std::cout << "runs on this CPU (" << runtime::host_cpu().id()
+              << "): " << (missing.empty() ? "yes" : "no, it lacks " + lacks) << "\n";
+  }
+  std::cout << "inputs:\n";
+  for (int32_t s : p.inputs) std::cout << "  " << slot_string(p, s, p.slots[s].name) << "\n";
+  std::cout << "outputs:\n";
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    std::cout << "  " << slot_string(p, p.outputs[i], p.output_name(i)) << "\n";
+  std::cout << "parameters: " << p.param_names.size() << " tensors\n";
+  std::cout << "intermediate memory: " << bytes_string(p.arena_bytes) << " planned\n";
+  double flops = 0;
+  for (const runtime::GraphProgram::Call& c : p.calls) flops += c.flops;
+  std::printf("kernels: %zu calls, %.3f GFLOP per run\n", p.calls.size(), flops / 1e9);
+  for (const runtime::GraphProgram::Call& c : p.calls)
+    std::printf("  %-36s %10.4f GFLOP  %s\n", c.kernel.c_str(), c.flops / 1e9, c.nodes.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
-graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes) {
+graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes,
+                        const std::vector<std::string>& input_values) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const std::string& text : input_shapes) {
     auto [name, dims] = parse_shape_binding(text);
     if (!shapes.emplace(name, dims).second)
       usage_error("--input-shape: input '" + name + "' is bound twice");
   }
+  std::map<std::string, std::string> value_files;
+  for (const std::string& text : input_values) {
+    auto [name, file] = parse_binding(text, "--input-value", "NAME=FILE.npy");
+    if (!value_files.emplace(name, file).second)
+      usage_error("--input-value: input '" + name + "' is bound twice");
+  }
   if (model.rfind(kZooPrefix, 0) != 0) {
     frontend::ImportOptions import;
     import.input_shapes = shapes;
-    return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(model, import); });
-  }
-  const std::string name = model.substr(sizeof kZooPrefix - 1);
-  graph::Graph g = zoo_model(name, "MODEL " + model);
-  // Zoo models have static shapes: a binding must name an input and agree with it.
-  for (const auto& [input, dims] : shapes) {
-    graph::ValueId v = g.find(input);
-    bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
-    if (v < 0 || !is_input) {
-      std::string inputs;
-      for (graph::ValueId i : g.inputs())
-        inputs += (inputs.empty() ? "" : ", ") + type_string(g, i);
-      throw CliError(kBadInput, "--input-shape " + input + ": zoo model '" + name +
-                                    "' has no input '" + input + "' (its inputs: " + inputs + ")");
-    }
-    if (g.value(v).type.shape != dims)
-      throw CliError(kBadInput, "--input-shape " + input + "=" + dims_string(dims) +
-                                    ": zoo model '" + name + "' fixes input '" + input + "' to " +
-                                    ops::to_string(g.value(v).type));
-  }
-  return g;
+    for (const auto& binding : value_files)
+      import.constant_inputs[binding.first] =
+          with_exit_code(kBadInput, "--input-value " + binding.first + "=" + binding.second,
+                         [&] { return runtime::load_npy(binding.second);
+  });
+  return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(model, import); });
 }
+if (!value_files.empty())
+  usage_error("--input-value " + value_files.begin()->first + ": " + model +
+              " is a built-in model; its inputs take no values at compile time");
+const std::string name = model.substr(sizeof kZooPrefix - 1);
+graph::Graph g = zoo_model(name, "MODEL " + model);
+// Zoo models have static shapes: a binding must name an input and agree with it.
+for (const auto& [input, dims] : shapes) {
+  graph::ValueId v = g.find(input);
+  bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+  if (v < 0 || !is_input) {
+    std::string inputs;
+    for (graph::ValueId i : g.inputs()) inputs += (inputs.empty() ? "" : ", ") + type_string(g, i);
+    throw CliError(kBadInput, "--input-shape " + input + ": zoo model '" + name +
+                                  "' has no input '" + input + "' (its inputs: " + inputs + ")");
+  }
+  if (g.value(v).type.shape != dims)
+    throw CliError(kBadInput, "--input-shape " + input + "=" + dims_string(dims) + ": zoo model '" +
+                                  name + "' fixes input '" + input + "' to " +
+                                  ops::to_string(g.value(v).type));
+}
+return g;
+}  // namespace anvil::cli
 
 std::vector<std::string> printable_passes() {
   // The pass names of CompiledGraph::build's pipeline (anvil/graph/build.cc).
@@ -156,7 +229,7 @@ void compile_command(const CompileOptions& o) {
   }
   const autotune::RecordBook book(records.records);
 
-  graph::Graph g = load_model(o.model, o.input_shapes);
+  graph::Graph g = load_model(o.model, o.input_shapes, o.input_values);
 
   graph::BuildOptions build;
   build.fuse = !o.no_fuse;
@@ -248,8 +321,14 @@ void run_command(const RunOptions& o) {
   }
   if (o.threads > 0) AnvilSetNumThreads(o.threads);
 
-  const runtime::Model model =
-      with_exit_code(kBadInput, "", [&] { return runtime::Model::load(o.model); });
+  // A GPU artifact on a machine without the GPU's driver is the machine's failure, not the file's.
+  const runtime::Model model = with_exit_code(kBadInput, "", [&] {
+    try {
+      return runtime::Model::load(o.model);
+    } catch (const runtime::DeviceUnavailable& e) {
+      throw CliError(kRuntime, e.what());
+    }
+  });
 
   // Every input by name, with the file's shape and dtype checked here so that the message can
   // name the option and the file as well as what the model expects.
@@ -269,12 +348,15 @@ void run_command(const RunOptions& o) {
     runtime::NDArray a = with_exit_code(kBadInput, "--input " + name + "=" + file,
                                         [&] { return runtime::load_npy(file); });
     const DLDataType dt = a.dtype();
-    if (a.shape() != it->shape || dt.code != it->dtype.code || dt.bits != it->dtype.bits ||
-        dt.lanes != it->dtype.lanes)
-      throw CliError(kBadInput, "--input " + name + "=" + file + ": the file holds " +
-                                    runtime::to_string(dt) + dims_string(a.shape()) + ", but " +
-                                    o.model + "'s input " + type_string(*it) + " expects " +
-                                    runtime::to_string(it->dtype) + dims_string(it->shape));
+    const bool same_dtype =
+        dt.code == it->dtype.code && dt.bits == it->dtype.bits && dt.lanes == it->dtype.lanes;
+    if (a.shape() != it->shape || !same_dtype)
+      throw CliError(
+          kBadInput,
+          "--input " + name + "=" + file + ": the file holds " + runtime::to_string(dt) +
+              dims_string(a.shape()) + ", but " + o.model + "'s input " + type_string(*it) +
+              " expects " + runtime::to_string(it->dtype) + dims_string(it->shape) +
+              (same_dtype && !a.shape().empty() ? runtime::rebind_hint(name, a.shape()) : ""));
     inputs.emplace(name, a);
   }
   for (const runtime::TensorInfo& t : model.inputs())
@@ -373,6 +455,18 @@ std::string function_assembly(const std::string& module_asm, const std::string& 
 }  // namespace
 
 void inspect_command(const InspectOptions& o) {
+  if (o.model.rfind(kZooPrefix, 0) != 0 && is_artifact(o.model)) {
+    if (!o.stage.empty() || !o.kernel.empty())
+      usage_error(o.model +
+                  " is a compiled artifact: inspect describes it as a whole (--stage and "
+                  "--kernel apply to ONNX and zoo models)");
+    describe_artifact(o.model);
+    return;
+  }
+  if (o.stage.empty())
+    usage_error(
+        "--stage is required for a model (graph, optimized, fused, lowered, llvm, asm or "
+        "c); an artifact (model.so) needs none");
   const Target target = with_exit_code(kUsage, "--target '" + o.target + "'",
                                        [&] { return Target::parse(o.target); });
   const std::string& stage = o.stage;
@@ -385,7 +479,7 @@ void inspect_command(const InspectOptions& o) {
                 (target.is_gpu() ? "CUDA or OpenCL" : "C") +
                 ", not LLVM IR (--stage c prints its source)");
 
-  graph::Graph g = load_model(o.model, o.input_shapes);
+  graph::Graph g = load_model(o.model, o.input_shapes, o.input_values);
   if (stage == "graph") {
     std::cout << g.str();
     return;
@@ -461,7 +555,8 @@ void zoo_list_command() {
     for (graph::ValueId v : g.inputs()) io += (io.empty() ? "" : ", ") + type_string(g, v);
     io += " -> ";
     for (size_t i = 0; i < g.outputs().size(); ++i)
-      io += (i ? ", " : "") + type_string(g, g.outputs()[i]);
+      io += (i ? ", " : "") + g.output_names()[i] + " " +
+            ops::to_string(g.value(g.outputs()[i]).type);
     std::string padded = name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ');
     std::cout << padded << zoo_description(name) << "\n" << std::string(14, ' ') << io << "\n";
   }

@@ -21,11 +21,12 @@ struct CompileOptions {
   bool no_layout = false;
   bool separate_params = false;
   bool verbose = false;
-  bool strict = false;                   // a kernel that loses its schedule is an error
-  std::vector<std::string> print_after;  // graph passes (or "all")
-  std::string tuning_records;            // JSON lines: each kernel's best recorded configuration
-  bool records_any_cpu = false;          // apply records tuned on other CPUs too
-  std::string output;                    // model.so
+  bool strict = false;                    // a kernel that loses its schedule is an error
+  std::vector<std::string> print_after;   // graph passes (or "all")
+  std::vector<std::string> input_values;  // NAME=FILE.npy: inputs bound to values
+  std::string tuning_records;             // JSON lines: each kernel's best recorded configuration
+  bool records_any_cpu = false;           // apply records tuned on other CPUs too
+  std::string output;                     // model.so
 };
 void compile_command(const CompileOptions& options);
 
@@ -47,6 +48,7 @@ struct InspectOptions {
   std::string kernel;  // lowered, llvm, asm: only this kernel
   std::string target = "llvm";
   std::vector<std::string> input_shapes;  // NAME=DIMS
+  std::vector<std::string> input_values;  // NAME=FILE.npy
   bool no_fuse = false;
   bool no_layout = false;
   bool strict = false;
@@ -68,9 +70,13 @@ struct ZooExportOptions {
 void zoo_export_command(const ZooExportOptions& options);
 
 // The graph MODEL names (an ONNX file, or zoo:NAME) with the --input-shape bindings (NAME=DIMS)
-// applied. Throws CliError: kUsage for an unknown zoo name or a malformed binding, kBadInput for an
-// ONNX file the importer refuses or a binding a zoo model contradicts.
-graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes);
+// and --input-value bindings (NAME=FILE.npy: the input becomes a constant of that value, so that
+// an operand computed from it, such as a Reshape's shape, is known at compile time; it leaves the
+// model's inputs) applied. Throws CliError: kUsage for an unknown zoo name, a malformed binding or
+// a value bound for a zoo model, kBadInput for an ONNX file the importer refuses, a .npy that does
+// not load or a binding a zoo model contradicts.
+graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes,
+                        const std::vector<std::string>& input_values = {});
 
 // An input of `t`'s shape and dtype for --fill-mode: zeros, ones, or seeded random values (floats
 // uniform in [-1, 1], integers in [0, 10): valid indices for any embedding table). Throws

@@ -12,7 +12,7 @@
 //      names no pass), an unknown zoo model name, an output path whose directory does not exist;
 //      for `inspect`, a --stage it does not know, a --kernel the model does not have (the message
 //      lists the kernels), --kernel with a whole-model stage, --stage llvm or asm for a target
-//      other than llvm.
+//      other than llvm, no --stage for a model, --stage or --kernel for an artifact.
 //   2  bad input or model: a missing, malformed or truncated ONNX file, a --tuning-records file
 //      that is missing, unreadable or has a line (but a cut-off last one) that is not a record,
 //      an op the importer does not map or a symbolic dimension left unbound (every anvil::Error
@@ -28,8 +28,9 @@
 //      inspected stages; with --strict, a kernel whose schedule fails; without it, a warning line
 //      "anvil: warning: kernel ..." per such kernel), and out of export_onnx for `zoo export`: the
 //      model was valid, Anvil could not compile it.
-//   4  runtime error: any other exception out of Model::run (a kernel returned an error), or an
-//      output .npy that cannot be written.
+//   4  runtime error: any other exception out of Model::run (a kernel returned an error), an
+//      output .npy that cannot be written, or a GPU artifact whose device cannot be opened on
+//      this machine (no driver: runtime::DeviceUnavailable out of Model::load).
 // The phase an error happens in decides its code (tools/anvil/commands.cc wraps each phase with
 // with_exit_code), not the exception's type alone: an anvil::Error is a bad model when the
 // importer throws it and a compile error when the build does; a std::runtime_error is a bad model
@@ -39,6 +40,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "anvil/runtime/artifact.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/bench.h"
 #include "tools/anvil/commands.h"
@@ -70,11 +72,19 @@ constexpr const char* kStrictHelp =
     "A kernel whose schedule fails is a compile error (default: a warning, and the kernel takes "
     "the default loops, or on a GPU the default GPU schedule)";
 
+// "anvil 0.1 (LLVM 15.0.6; artifacts: format 1, program version 1)".
+std::string version_string() {
+  return std::string("anvil ") + ANVIL_VERSION + " (LLVM " + ANVIL_LLVM_VERSION +
+         "; artifact format " + std::to_string(anvil::runtime::kArtifactVersion) + ")";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning compiler (ONNX or built-in models to model.so)", "anvil"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_string(),
+                       "Print Anvil's version, its LLVM and its artifact format, and exit");
 
   CompileOptions compile;
   CLI::App* c = app.add_subcommand("compile", "Compile a model into one artifact (model.so)");
@@ -89,6 +99,12 @@ int main(int argc, char** argv) {
                 "Bind an input's shape, NAME=DIMS (data=1x3x224x224); repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");
+  c->add_option("--input-value", compile.input_values,
+                "Bind an input's value at compile time, NAME=FILE.npy (the input leaves the "
+                "artifact's inputs): for inputs that decide a shape, such as a Reshape's target "
+                "shape; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
   c->add_flag("--no-fuse", compile.no_fuse, "One kernel per operator (the fusion ablation)");
   c->add_flag("--no-layout", compile.no_layout,
               "No layout alteration: NCHW convolutions, no packed weights (CPU); no Winograd, no "
@@ -150,14 +166,17 @@ int main(int argc, char** argv) {
       "  anvil run resnet18.so --fill-mode random --profile --repeat 20 --threads 2");
 
   InspectOptions inspect;
-  CLI::App* in = app.add_subcommand("inspect", "Show what the compiler makes of a model, by stage");
-  in->add_option("MODEL", inspect.model, "An ONNX file, or zoo:NAME for a built-in model")
+  CLI::App* in = app.add_subcommand(
+      "inspect",
+      "Show what the compiler makes of a model, by stage; or describe a compiled artifact");
+  in->add_option("MODEL", inspect.model,
+                 "An ONNX file, zoo:NAME for a built-in model, or an artifact (model.so): its "
+                 "target, CPU, inputs, outputs, kernels and sizes")
       ->required();
   in->add_option("--stage", inspect.stage,
                  "graph (as imported), optimized (after the graph passes), fused (the kernels "
                  "and their schedules), lowered (loop IR), llvm (LLVM IR), asm (assembly), c (the "
-                 "C source of the kernels)")
-      ->required()
+                 "C source of the kernels); required for a model, not for an artifact")
       ->type_name("STAGE")
       ->check(CLI::IsMember(inspect_stages()));
   in->add_option("--kernel", inspect.kernel, "Only this kernel (lowered, llvm, asm)")
@@ -169,6 +188,10 @@ int main(int argc, char** argv) {
                  "Bind an input's shape, NAME=DIMS; repeatable")
       ->allow_extra_args(false)
       ->type_name("NAME=DIMS");
+  in->add_option("--input-value", inspect.input_values,
+                 "Bind an input's value, NAME=FILE.npy (as for compile); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
   in->add_flag("--no-fuse", inspect.no_fuse, "One kernel per operator");
   in->add_flag("--no-layout", inspect.no_layout, "No layout alteration (as compile --no-layout)");
   in->add_flag("--strict", inspect.strict, kStrictHelp);
@@ -176,7 +199,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  anvil inspect zoo:dqn --stage fused\n"
       "  anvil inspect zoo:dqn --stage lowered --kernel fused_0_layout_transform\n"
-      "  anvil inspect model.onnx --input-shape data=1x3x224x224 --stage asm");
+      "  anvil inspect model.onnx --input-shape data=1x3x224x224 --stage asm\n"
+      "  anvil inspect resnet18.so");
 
   BenchOptions bench;
   CLI::App* b = app.add_subcommand(
@@ -377,6 +401,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "anvil: error: " << e.what() << "\n";

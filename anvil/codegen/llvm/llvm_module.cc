@@ -266,7 +266,8 @@ void LLVMModuleImpl::start_jit() {
 AnvilKernel LLVMModuleImpl::get_function(const std::string& name) {
   ANVIL_CHECK(resolved_.runs_here, "LLVM module for '", resolved_.triple,
               "' cannot run in this process (", llvm::sys::getProcessTriple(),
-              "); save it with save_object and run it there");
+              "); compile it into an artifact (anvil compile --target) and run that on a "
+              "machine of its triple");
   // The JIT compiles the whole module on the first request: a module that is only saved (anvil
   // compile, the tuner's candidates built in child processes) never pays for it.
   std::lock_guard lock(jit_mu_);

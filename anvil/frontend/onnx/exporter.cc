@@ -648,6 +648,14 @@ void set_type(::onnx::ValueInfoProto* vi, const std::string& name, const ops::Te
   // Every value's name is reserved first (inputs first, so that they keep theirs exactly), so
   // the helpers' names never take one.
   for (ValueId v : g.inputs()) set_type(gp->add_input(), e.name(v), g.value(v).type);
+  // Then the output names, so that they too are kept exactly: an output named otherwise than its
+  // value (a value returned twice, an input passed through) is an Identity of it.
+  std::vector<std::string> output_names;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    ValueId v = g.outputs()[i];
+    const std::string& name = g.output_names()[i];
+    output_names.push_back(name == g.value(v).name ? e.name(v) : e.fresh(name));
+  }
   for (ValueId v = 0; v < static_cast<ValueId>(g.num_values()); ++v) e.name(v);
   std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
   for (ValueId v = 0; v < static_cast<ValueId>(g.num_values()); ++v) {
@@ -667,7 +675,17 @@ void set_type(::onnx::ValueInfoProto* vi, const std::string& name, const ops::Te
     for (ValueId v : n.outputs)
       if (!outputs.count(v)) set_type(gp->add_value_info(), e.name(v), g.value(v).type);
   }
-  for (ValueId v : g.outputs()) set_type(gp->add_output(), e.name(v), g.value(v).type);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    ValueId v = g.outputs()[i];
+    if (output_names[i] != e.name(v)) {
+      ::onnx::NodeProto* n = gp->add_node();
+      n->set_op_type("Identity");
+      n->set_name(e.fresh_node(output_names[i]));
+      n->add_input(e.name(v));
+      n->add_output(output_names[i]);
+    }
+    set_type(gp->add_output(), output_names[i], g.value(v).type);
+  }
   return model;
 }
 

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "anvil/frontend/onnx/external_data.h"
 #include "anvil/frontend/onnx/importer_internal.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/support/error.h"
@@ -62,7 +64,8 @@ ir::DataType onnx_dtype(int32_t code, const std::string& what) {
 runtime::NDArray to_ndarray(const ::onnx::TensorProto& t, const std::string& what) {
   DataType dt = onnx_dtype(t.data_type(), what);
   ANVIL_CHECK(t.data_location() != ::onnx::TensorProto::EXTERNAL, what,
-              " keeps its data in an external file, which is not supported");
+              " keeps its data in an external file, which only a model imported from its file "
+              "(beside that data) can read");
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -137,10 +140,48 @@ ValueId Ctx::in(int i) const {
   return it->second;
 }
 
+namespace {
+
+// The graph inputs that value `v` of `g` is computed from, by name.
+std::vector<std::string> inputs_behind(const graph::Graph& g, ValueId v) {
+  std::vector<bool> seen(g.num_values(), false);
+  std::vector<ValueId> todo = {v};
+  std::vector<std::string> names;
+  while (!todo.empty()) {
+    ValueId u = todo.back();
+    todo.pop_back();
+    if (seen[static_cast<size_t>(u)]) continue;
+    seen[static_cast<size_t>(u)] = true;
+    const graph::Value& val = g.value(u);
+    if (val.kind == graph::ValueKind::kInput) names.push_back(val.name);
+    if (val.kind == graph::ValueKind::kNodeOutput)
+      for (ValueId w : g.node(val.node).inputs) todo.push_back(w);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
 const runtime::NDArray& Ctx::const_in(int i, const char* what) const {
   ValueId v = in(i);
-  ANVIL_CHECK(is_const(v), "input ", i, " (", what, ") '", node_->input(i),
-              "' must be a compile-time constant, but it is computed at run time");
+  if (!is_const(v)) {
+    // The way out: bind the graph inputs it comes from at compile time.
+    std::vector<std::string> from = inputs_behind(g, v);
+    std::string names, bind;
+    for (const std::string& n : from) {
+      names += (names.empty() ? "'" : ", '") + n + "'";
+      bind += " --input-value " + n + "=FILE.npy";
+    }
+    throw Error(str("input ", i, " (", what, ") '", node_->input(i),
+                    "' must be known at compile time (it decides a shape or attribute of the "
+                    "node's output), but it is computed at run time",
+                    from.empty() ? std::string()
+                                 : str(" from graph input", from.size() > 1 ? "s " : " ", names,
+                                       ": bind ", from.size() > 1 ? "their values" : "its value",
+                                       " when compiling, anvil compile", bind,
+                                       " (C++: ImportOptions::constant_inputs)")));
+  }
   return g.value(v).data;
 }
 
@@ -471,6 +512,12 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
     for (const ::onnx::ValueInfoProto& vi : gp.input()) known = known || vi.name() == name;
     ANVIL_CHECK(known, origin, ": --input-shape names '", name, "', which is not an input");
   }
+  for (const auto& [name, value] : options.constant_inputs) {
+    bool known = false;
+    for (const ::onnx::ValueInfoProto& vi : gp.input())
+      known = known || (vi.name() == name && !inits.count(name));
+    ANVIL_CHECK(known, origin, ": --input-value names '", name, "', which is not an input");
+  }
   for (const ::onnx::ValueInfoProto& vi : gp.input()) {
     if (inits.count(vi.name())) continue;  // IR < 4 lists initializers as inputs too
     auto frozen = options.constant_inputs.find(vi.name());
@@ -496,7 +543,7 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
   for (const ::onnx::ValueInfoProto& vi : gp.output()) {
     auto it = ctx.env.find(vi.name());
     ANVIL_CHECK(it != ctx.env.end(), origin, ": graph output '", vi.name(), "' is never computed");
-    ctx.g.add_output(it->second);
+    ctx.g.add_output(it->second, vi.name());
   }
   return std::move(ctx.g);
 }
@@ -507,13 +554,21 @@ graph::Graph convert(const ::onnx::ModelProto& model, const ImportOptions& optio
 // Protobuf messages nested deeper than this do not parse (three levels per If branch).
 constexpr int kMaxProtoDepth = 600;
 
-graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& options,
-                               const std::string& origin) {
+namespace {
+
+::onnx::ModelProto parse_model(const std::string& bytes, const std::string& origin) {
   ::onnx::ModelProto model;
   ANVIL_CHECK(!bytes.empty(), origin, ": the file is empty, not an ONNX model");
-  // Protobuf reads at most 2 GiB; larger models keep their weights in external files.
+  ANVIL_CHECK(bytes.compare(0, 4,
+                            "\x7f"
+                            "ELF") != 0,
+              origin,
+              ": a shared library (an artifact 'anvil compile' wrote?), not an ONNX model: run an "
+              "artifact with 'anvil run', describe it with 'anvil inspect'");
+  // Protobuf reads at most 2 GiB; larger models keep their weights in external data files.
   ANVIL_CHECK(bytes.size() < (size_t{1} << 31), origin, ": ", bytes.size(),
-              " bytes, over protobuf's 2 GiB (weights in external data files are not supported)");
+              " bytes, over protobuf's 2 GiB: save the model with its weights as external data "
+              "(onnx.save_model(..., save_as_external_data=True))");
   // Protobuf's own nesting limit (100 levels, about 32 If branches within each other) raised, so
   // that a deep model meets find_unsupported's clearer limit first.
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
@@ -523,15 +578,27 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& op
               ": not a valid ONNX model (the protobuf does not parse: truncated, not ONNX, or "
               "nested more than ",
               kMaxProtoDepth, " messages deep)");
-  return onnx_detail::convert(model, options, origin);
+  return model;
+}
+
+}  // namespace
+
+graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& options,
+                               const std::string& origin) {
+  return onnx_detail::convert(parse_model(bytes, origin), options, origin);
 }
 
 graph::Graph import_onnx(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  ANVIL_CHECK(!std::filesystem::is_directory(path, ec), path,
+              ": a directory, not an ONNX file (name the .onnx file in it)");
   std::ifstream f(path, std::ios::binary);
   ANVIL_CHECK(f.good(), path, ": cannot open the file");
   std::stringstream ss;
   ss << f.rdbuf();
-  return import_onnx_bytes(ss.str(), options, path);
+  ::onnx::ModelProto model = parse_model(ss.str(), path);
+  onnx_detail::load_external_data(model, path, options.memory_cap);
+  return onnx_detail::convert(model, options, path);
 }
 
 std::vector<std::string> mapped_onnx_ops() {

@@ -11,7 +11,9 @@
 //     reference implementations, so shape plumbing (Shape, Gather on shapes, ConstantOfShape,
 //     Concat/Unsqueeze/Squeeze/Slice of constant shapes, Reshape with -1 and 0) disappears;
 //   - If nodes with a constant condition are replaced by the taken branch;
-//   - symbolic input dimensions are bound from ImportOptions::input_shapes.
+//   - symbolic input dimensions are bound from ImportOptions::input_shapes;
+//   - tensors kept as external data (files beside the model) are read from there (import_onnx
+//     only: import_onnx_bytes has no directory to read them from).
 // An unsupported model is refused with one error that lists every unsupported op type and the
 // nodes using it. Every error names the file (and the node, value or input involved).
 //

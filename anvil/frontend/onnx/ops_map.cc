@@ -298,6 +298,16 @@ Vals map_clip(Ctx& c) {
     if (c.has_attr("min")) a["min"] = c.attr_float("min", 0);
     if (c.has_attr("max")) a["max"] = c.attr_float("max", 0);
   } else {
+    // A bound computed at run time is an operand: max(x, min), then min(that, max) (so a min
+    // above the max gives the max, as ONNX defines).
+    bool run_time = false;
+    for (int i : {1, 2}) run_time = run_time || (c.has_in(i) && !c.is_const(c.in(i)));
+    if (run_time) {
+      ValueId y = c.in(0);
+      if (c.has_in(1)) y = c.emit1("maximum", A(), {y, c.in(1)}, !c.has_in(2));
+      if (c.has_in(2)) y = c.emit1("minimum", A(), {y, c.in(2)}, true);
+      return {y};
+    }
     if (c.has_in(1)) a["min"] = c.float_scalar_in(1, "min");
     if (c.has_in(2)) a["max"] = c.float_scalar_in(2, "max");
   }
@@ -422,7 +432,8 @@ Vals map_pad(Ctx& c) {
     value = c.attr_float("value", 0.0);
   } else {
     pads = c.ints_in(1, "pads");
-    if (c.has_in(2)) value = c.float_scalar_in(2, "constant_value");
+    if (c.has_in(2) && (mode != "constant" || c.is_const(c.in(2))))
+      value = c.float_scalar_in(2, "constant_value");
     if (c.has_in(3)) {
       std::vector<int64_t> axes = c.ints_in(3, "axes");
       ANVIL_CHECK(pads.size() == 2 * axes.size(), "input 'pads' has ", pads.size(),
@@ -437,6 +448,19 @@ Vals map_pad(Ctx& c) {
       }
       pads = full;
     }
+  }
+  if (mode == "constant" && c.opset() >= 11 && c.has_in(2) && !c.is_const(c.in(2))) {
+    // A fill value computed at run time: the padded positions (a mask, folded at import) take
+    // it, the others the input.
+    ValueId x = c.in(0);
+    runtime::NDArray ones =
+        runtime::NDArray::empty(c.g.value(x).type.shape, ops::to_dlpack(DataType::Float32()));
+    std::fill_n(ones.data_as<float>(), ones.numel(), 1.0f);
+    ValueId inside = c.emit1("cast", A({{"to", std::string("bool")}}),
+                             {c.emit1("pad", A({{"pads", pads}, {"mode", mode}, {"value", 0.0}}),
+                                      {c.constant("inside", ones)})});
+    ValueId padded = c.emit1("pad", A({{"pads", pads}, {"mode", mode}, {"value", 0.0}}), {x});
+    return {c.emit1("where", A(), {inside, padded, c.in(2)}, true)};
   }
   return {c.emit1("pad", A({{"pads", pads}, {"mode", mode}, {"value", value}}), {c.in(0)}, true)};
 }
