@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "anvil/frontend/onnx/importer.h"
+#include "anvil/graph/build.h"
 #include "anvil/graph/interpreter.h"
 #include "anvil/support/error.h"
 #include "frontend/onnx_test_data.h"
@@ -63,7 +64,7 @@ std::string non_constant_input(const std::string& msg) {
 // shape, Unsqueeze's axes, Resize's scales, ...) as graph inputs; an input the importer needs
 // at compile time is frozen to its test value (ImportOptions::constant_inputs) and the import
 // retried, as a user compiling such a model for fixed operands would.
-std::string run_test(const fs::path& dir) {
+std::string run_test(const fs::path& dir, bool compiled = false) {
   try {
     fs::path data = dir / "test_data_set_0";
     std::vector<fs::path> in_files = numbered(data, "input");
@@ -96,7 +97,9 @@ std::string run_test(const fs::path& dir) {
       if (!opt.constant_inputs.count(in_names[i])) inputs.push_back(all[i]);
     for (const fs::path& p : numbered(data, "output"))
       want.push_back(frontend::load_onnx_tensor(p));
-    std::vector<runtime::NDArray> got = graph::interpret(*g, inputs);
+    std::vector<runtime::NDArray> got =
+        compiled ? graph::CompiledGraph::build(*g, Target::host(), {}).run(inputs)
+                 : graph::interpret(*g, inputs);
     if (got.size() != want.size()) return str(got.size(), " outputs, expected ", want.size());
     for (size_t k = 0; k < got.size(); ++k) {
       std::string why = compare(got[k], want[k], k);
@@ -172,6 +175,35 @@ TEST(OnnxConformance, MappedTestsPass) {
         << "# Regenerate: ANVIL_ONNX_WRITE_PASSING=1 build/bin/frontend_onnx_conformance_test\n";
     for (const std::string& name : passing) out << name << "\n";
   }
+}
+
+// The same tests compiled for the host (strict: no kernel loses its schedule) and run by the
+// executor: every test the interpreter passes that compiles must match its expected outputs too;
+// a test whose model the compiled path refuses (an op or dtype without a compiled form) is
+// counted, its reason summed up, not failed. About 20 s (a JIT build per test).
+TEST(OnnxConformance, CompiledPathMatches) {
+  std::ifstream f(ANVIL_ONNX_PASSING_LIST);
+  int run = 0, pass = 0, refused = 0;
+  std::map<std::string, int> reasons;
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++run;
+    std::string why = run_test(fs::path(ANVIL_ONNX_TESTDATA) / line, /*compiled=*/true);
+    if (why.empty()) {
+      ++pass;
+    } else if (why.find("output ") == 0 || why.find(" outputs, expected") != std::string::npos) {
+      ADD_FAILURE() << line << ": compiled, the outputs differ: " << why;
+    } else {
+      ++refused;
+      // The reason without the file and node: "op: what".
+      size_t at = why.rfind("): ");
+      ++reasons[why.substr(at == std::string::npos ? 0 : at + 3, 60)];
+    }
+  }
+  std::printf("onnx conformance compiled: %d run, %d pass, %d refused by the compiled path\n", run,
+              pass, refused);
+  EXPECT_GT(run, 0);
+  for (const auto& [r, n] : reasons) std::printf("  %3d x %s\n", n, r.c_str());
 }
 
 }  // namespace
