@@ -90,9 +90,7 @@ void check_output_path(const std::string& path, const std::string& option) {
 bool is_artifact(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   char magic[4] = {};
-  return f.read(magic, 4) && std::string(magic, 4) ==
-                                 "\x7f"
-                                 "ELF";
+  return f.read(magic, 4) && magic[0] == '\x7f' && std::string(magic + 1, 3) == "ELF";
 }
 
 std::string slot_string(const runtime::GraphProgram& p, int32_t slot, const std::string& name) {

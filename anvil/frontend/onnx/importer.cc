@@ -559,10 +559,9 @@ namespace {
 ::onnx::ModelProto parse_model(const std::string& bytes, const std::string& origin) {
   ::onnx::ModelProto model;
   ANVIL_CHECK(!bytes.empty(), origin, ": the file is empty, not an ONNX model");
-  ANVIL_CHECK(bytes.compare(0, 4,
-                            "\x7f"
-                            "ELF") != 0,
-              origin,
+  // ELF's magic: 0x7f, then "ELF".
+  const bool elf = bytes.size() >= 4 && bytes[0] == '\x7f' && bytes.compare(1, 3, "ELF") == 0;
+  ANVIL_CHECK(!elf, origin,
               ": a shared library (an artifact 'anvil compile' wrote?), not an ONNX model: run an "
               "artifact with 'anvil run', describe it with 'anvil inspect'");
   // Protobuf reads at most 2 GiB; larger models keep their weights in external data files.
