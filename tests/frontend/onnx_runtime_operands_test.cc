@@ -12,18 +12,14 @@
 #include "anvil/graph/interpreter.h"
 #include "anvil/target/target.h"
 #include "frontend/onnx_model_builder.h"
+#include "frontend/onnx_test_data.h"
 
 namespace anvil {
 namespace {
 
+using anvil::testing::floats;
 using anvil::testing::OnnxModel;
 using runtime::NDArray;
-
-NDArray floats(const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  NDArray a = NDArray::empty(shape, runtime::dl_float32());
-  std::copy(v.begin(), v.end(), a.data_as<float>());
-  return a;
-}
 
 // The model's only output, from the reference interpreter and from the compiled build, each
 // expected to equal `want` exactly (the ops only select and copy values).

@@ -15,18 +15,14 @@
 #include "anvil/graph/interpreter.h"
 #include "anvil/target/target.h"
 #include "frontend/onnx_model_builder.h"
+#include "frontend/onnx_test_data.h"
 
 namespace anvil {
 namespace {
 
+using anvil::testing::floats;
 using anvil::testing::OnnxModel;
 using runtime::NDArray;
-
-NDArray floats(const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  NDArray a = NDArray::empty(shape, runtime::dl_float32());
-  std::copy(v.begin(), v.end(), a.data_as<float>());
-  return a;
-}
 
 struct Want {
   std::vector<int64_t> shape;

@@ -4,6 +4,7 @@
 // matching NaN and infinities equal; integers and bools exactly.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -36,6 +37,13 @@ inline std::vector<fs::path> numbered(const fs::path& dir, const std::string& pr
     v.push_back(p);
   }
   return v;
+}
+
+// A float32 array of `shape` holding `v` (row-major).
+inline runtime::NDArray floats(const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, runtime::dl_float32());
+  std::copy(v.begin(), v.end(), a.data_as<float>());
+  return a;
 }
 
 inline double elem(const runtime::NDArray& a, int64_t i) {

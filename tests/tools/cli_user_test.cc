@@ -13,16 +13,13 @@
 #include "anvil/frontend/onnx/importer.h"
 #include "anvil/runtime/npy.h"
 #include "frontend/onnx_model_builder.h"
+#include "frontend/onnx_test_data.h"
 #include "tools/cli_fixture.h"
 
 namespace anvil::cli {
 namespace {
 
-runtime::NDArray floats(const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  runtime::NDArray a = runtime::NDArray::empty(shape, runtime::dl_float32());
-  std::copy(v.begin(), v.end(), a.data_as<float>());
-  return a;
-}
+using anvil::testing::floats;
 
 std::vector<float> values(const runtime::NDArray& a) {
   return std::vector<float>(a.data_as<float>(), a.data_as<float>() + a.numel());
@@ -59,7 +56,8 @@ TEST_F(Cli, OutputsKeepTheGraphsNames) {
 // The ONNX backend test whose three outputs were written under internal names.
 TEST_F(Cli, AMultiOutputNodesOutputsKeepTheirNames) {
   const fs::path test = "/usr/share/libonnx-testdata/data/node/test_layer_normalization_2d_axis0";
-  if (!fs::exists(test)) GTEST_SKIP() << test << " is not installed (libonnx-testdata)";
+  ASSERT_TRUE(fs::exists(test)) << test
+                                << " is missing: install libonnx-testdata (scripts/setup.sh does)";
   Result c = anvil("compile " + (test / "model.onnx").string() + " --strict -o ln.so");
   ASSERT_EQ(c.code, 0) << c.err;
   const fs::path data = test / "test_data_set_0";
