@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/graph/control_flow.h"
 #include "anvil/graph/plan.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
@@ -256,7 +257,8 @@ ScheduledGroup schedule_group(const Graph& g, const KernelPlan& p, const GroupFu
 // The executor's program: a slot per value the kernels touch (graph inputs first), each stored
 // where the plan puts it; an unplanned intermediate is released after the last kernel touching
 // it, graph outputs are kept.
-runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
+runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg,
+                                                  std::set<std::string>& taken) {
   const Graph& g = cg.graph_;
   runtime::GraphProgram p;
   p.target = cg.target_.str();
@@ -267,7 +269,6 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
   }
   p.arena_bytes = cg.plan_.planned_bytes;
   std::vector<int32_t> slot(g.num_values(), -1);
-  std::set<std::string> taken;
   auto slot_of = [&](ValueId v) {
     if (slot[v] >= 0) return slot[v];
     const Value& val = g.value(v);
@@ -294,17 +295,39 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg) {
   };
   for (ValueId v : g.inputs()) p.inputs.push_back(slot_of(v));
   std::vector<int64_t> last(g.num_values(), -1);
-  for (size_t i = 0; i < cg.kernels_.size(); ++i) {
+  auto add_call = [&](runtime::GraphProgram::Call c, const std::vector<ValueId>& args) {
+    for (ValueId v : args) {
+      c.args.push_back(slot_of(v));
+      last[v] = static_cast<int64_t>(p.calls.size());
+    }
+    p.calls.push_back(std::move(c));
+  };
+  auto add_step = [&](const Step& step) {
+    const Node& n = g.node(step.node);
+    runtime::GraphProgram::Call c;
+    c.kernel = n.op + " '" + n.name + "'";
+    c.nodes = node_list(g, {step.node});
+    c.control = control_step(n);
+    c.num_inputs = static_cast<int32_t>(n.inputs.size());
+    for (size_t b : step.bodies) {
+      c.bodies.push_back(static_cast<int32_t>(p.subprograms.size()));
+      p.subprograms.push_back(make_program(cg.bodies_[b], taken));
+    }
+    std::vector<ValueId> args = n.inputs;
+    args.insert(args.end(), n.outputs.begin(), n.outputs.end());
+    add_call(std::move(c), args);
+  };
+  size_t next_step = 0;
+  for (size_t i = 0; i <= cg.kernels_.size(); ++i) {
+    while (next_step < cg.steps_.size() && cg.steps_[next_step].position == i)
+      add_step(cg.steps_[next_step++]);
+    if (i == cg.kernels_.size()) break;
     const Kernel& k = cg.kernels_[i];
     runtime::GraphProgram::Call c;
     c.kernel = k.name;
     c.nodes = node_list(g, k.nodes);
     c.flops = k.flops;
-    for (ValueId v : k.args) {
-      c.args.push_back(slot_of(v));
-      last[v] = static_cast<int64_t>(i);
-    }
-    p.calls.push_back(std::move(c));
+    add_call(std::move(c), k.args);
   }
   for (ValueId v : g.outputs()) {
     p.outputs.push_back(slot_of(v));
@@ -336,19 +359,32 @@ Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildO
   return run_passes(g, passes, options.print_after);
 }
 
-CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
-                                   const BuildOptions& options) {
-  CompiledGraph cg;
-  cg.target_ = target;
+void CompiledGraph::compile(CompiledGraph& cg, const Graph& g, const BuildOptions& options,
+                            const std::string& prefix, int& next_body, LoweredKernels& lowered) {
+  const Target& target = cg.target_;
   cg.graph_ = optimize(g, target, options);
   const Graph& gr = cg.graph_;
   std::vector<FusedGroup> groups = fuse(gr, options.fuse);
   cg.plan_ = plan_memory(gr, groups);
+  // Control-flow nodes are steps of the executor between the kernels (plan_kernels skips them).
+  size_t kernels_before = 0;
+  for (const FusedGroup& group : groups) {
+    const Node& n = gr.node(group.nodes.back());
+    if (!is_control_flow(n.op)) {
+      ++kernels_before;
+      continue;
+    }
+    ANVIL_CHECK(!target.is_gpu(), "build: node '", n.name, "' (", n.op,
+                "): run-time control flow is compiled for CPU targets only, not '", target.str(),
+                "'");
+    cg.steps_.push_back({group.nodes.back(), kernels_before, {}});
+  }
   std::vector<KernelPlan> plans = plan_kernels(gr, groups, target, options);
   for (size_t i = 0; i < plans.size(); ++i) {
-    const KernelPlan& p = plans[i];
+    KernelPlan& p = plans[i];
+    p.name = prefix + p.name;
     GroupFunc f = group_function(gr, p.group, i);
-    ScheduledGroup r = schedule_group(gr, p, f, target, cg.lowered_);
+    ScheduledGroup r = schedule_group(gr, p, f, target, lowered);
     if (r.fallback) {
       if (options.strict)
         ANVIL_FAIL("build: kernel ", p.name, " (", p.op, "; nodes ", node_list(gr, p.group.nodes),
@@ -367,8 +403,36 @@ CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
     k.config = p.config;
     cg.kernels_.push_back(std::move(k));
   }
+  for (Step& step : cg.steps_) {
+    const Node& n = gr.node(step.node);
+    for (const std::shared_ptr<const Graph>& body : n.bodies) {
+      CompiledGraph b;
+      b.target_ = target;
+      std::string name = "b" + std::to_string(next_body++) + "_";
+      try {
+        compile(b, *body, options, name, next_body, lowered);
+      } catch (const InternalError&) {
+        throw;
+      } catch (const Error& e) {
+        ANVIL_FAIL("build: body ", step.bodies.size(), " of node '", n.name, "' (", n.op,
+                   "): ", e.what());
+      }
+      cg.fallbacks_.insert(cg.fallbacks_.end(), b.fallbacks_.begin(), b.fallbacks_.end());
+      step.bodies.push_back(cg.bodies_.size());
+      cg.bodies_.push_back(std::move(b));
+    }
+  }
+}
+
+CompiledGraph CompiledGraph::build(const Graph& g, const Target& target,
+                                   const BuildOptions& options) {
+  CompiledGraph cg;
+  cg.target_ = target;
+  int next_body = 0;
+  compile(cg, g, options, "", next_body, cg.lowered_);
   cg.backend_ = Backend::compile(target, cg.lowered_);
-  cg.program_ = make_program(cg);
+  std::set<std::string> taken;
+  cg.program_ = make_program(cg, taken);
   runtime::GraphProgram program = cg.program_;
   // A GPU target's kernels are saved without a device; without one, run() says why.
   if (!cg.backend_->load(program, &cg.no_device_)) return cg;
@@ -394,8 +458,30 @@ std::string CompiledGraph::Fallback::str() const {
 
 std::string CompiledGraph::summary() const {
   std::ostringstream os;
-  os << kernels_.size() << " kernels\n";
-  for (const Kernel& k : kernels_) {
+  os << kernels_.size() << " kernels";
+  if (steps_.empty())
+    os << "\n";
+  else
+    os << ", " << steps_.size() << " control-flow steps\n";
+  // The steps before kernel `position`, each with its bodies' summaries indented under it.
+  size_t next_step = 0;
+  auto print_steps = [&](size_t position) {
+    for (; next_step < steps_.size() && steps_[next_step].position == position; ++next_step) {
+      const Step& step = steps_[next_step];
+      const Node& n = graph_.node(step.node);
+      os << "  " << n.op << " '" << n.name << "'\n";
+      for (size_t b = 0; b < step.bodies.size(); ++b) {
+        std::istringstream body(bodies_[step.bodies[b]].summary());
+        std::string role = n.op != "if" ? "body" : b == 0 ? "then" : "else";
+        bool first = true;
+        for (std::string line; std::getline(body, line); first = false)
+          os << (first ? "    " + role + ": " : "      ") << line << "\n";
+      }
+    }
+  };
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    print_steps(i);
+    const Kernel& k = kernels_[i];
     os << "  " << k.name << ": ";
     for (size_t i = 0; i < k.nodes.size(); ++i) os << (i ? ", " : "") << graph_.node(k.nodes[i]).op;
     os << "  [" << k.schedule;
@@ -411,6 +497,7 @@ std::string CompiledGraph::summary() const {
     }
     os << "\n";
   }
+  print_steps(kernels_.size());
   os << "memory: " << plan_.planned_bytes << " bytes planned (arena), " << plan_.unplanned_bytes
      << " bytes unplanned\n";
   return os.str();

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,16 +120,37 @@ class CompiledGraph {
   // The model the in-process kernels make (what run() runs).
   const runtime::Model& model() const { return model_; }
 
+  // A control-flow node (if, loop, scan) of graph(): a step of the executor between kernels, its
+  // bodies compiled as graphs of their own (bodies(); their kernels, named "b<k>_fused_...", in
+  // the same library).
+  struct Step {
+    NodeId node = -1;
+    size_t position = 0;         // kernels that run before it
+    std::vector<size_t> bodies;  // into bodies()
+  };
+  const std::vector<Step>& steps() const { return steps_; }
+  const std::vector<CompiledGraph>& bodies() const { return bodies_; }
+
  private:
   Graph graph_;
   Target target_;
   MemoryPlan plan_;
   std::vector<Kernel> kernels_;
+  std::vector<Step> steps_;
+  std::vector<CompiledGraph> bodies_;
   std::vector<Fallback> fallbacks_;
-  LoweredKernels lowered_;                  // one function per kernel, in the same order
+  // One function per kernel, in the same order; the root's also holds its bodies' after its own.
+  LoweredKernels lowered_;
   std::shared_ptr<const Backend> backend_;  // the compiled kernels
   std::string no_device_;  // GPU targets: why the kernels cannot run here (empty: they can)
-  static runtime::GraphProgram make_program(const CompiledGraph& cg);
+  // Optimizes `g`, fuses and schedules its kernels into `cg` (their functions appended to
+  // `lowered`, named `prefix` + "fused_<i>_<op>"), and its control-flow nodes' bodies likewise,
+  // recursively (`next_body` numbers them across the whole model).
+  static void compile(CompiledGraph& cg, const Graph& g, const BuildOptions& options,
+                      const std::string& prefix, int& next_body, LoweredKernels& lowered);
+  // The executor's program of `cg` and its bodies; `taken` keeps parameter names unique across
+  // all of them (they share one parameter file).
+  static runtime::GraphProgram make_program(const CompiledGraph& cg, std::set<std::string>& taken);
 
   runtime::GraphProgram program_;  // kernels as run in process; save() writes it
   runtime::Model model_;

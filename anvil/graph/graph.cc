@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "anvil/graph/control_flow.h"
 #include "anvil/support/error.h"
 
 namespace anvil::graph {
@@ -89,7 +90,8 @@ ValueId Graph::add_constant(const std::string& name, runtime::NDArray data) {
 
 std::vector<ValueId> Graph::add_node(const std::string& name, const std::string& op,
                                      ops::Attrs attrs, const std::vector<ValueId>& inputs,
-                                     const std::vector<std::string>& output_names) {
+                                     const std::vector<std::string>& output_names,
+                                     std::vector<std::shared_ptr<const Graph>> bodies) {
   ANVIL_CHECK(!name.empty(), "graph: a node applying '", op, "' needs a name");
   ANVIL_CHECK(!node_names_.count(name), "graph: node name '", name, "' is already used");
   std::vector<ops::TensorType> in_types;
@@ -102,7 +104,13 @@ std::vector<ValueId> Graph::add_node(const std::string& name, const std::string&
   ops::Attrs named(op, attrs.values());
   std::vector<ops::TensorType> out_types;
   try {
-    out_types = def.infer(in_types, named);
+    if (is_control_flow(op)) {
+      check_attrs(def, named);
+      out_types = control_output_types(named, in_types, bodies);
+    } else {
+      ANVIL_CHECK(bodies.empty(), "only control-flow ops (if, loop, scan) take bodies");
+      out_types = def.infer(in_types, named);
+    }
   } catch (const Error& e) {
     std::string types;
     for (size_t i = 0; i < in_types.size(); ++i)
@@ -118,6 +126,7 @@ std::vector<ValueId> Graph::add_node(const std::string& name, const std::string&
   n.op = op;
   n.attrs = std::move(named);
   n.inputs = inputs;
+  n.bodies = std::move(bodies);
   for (size_t i = 0; i < out_types.size(); ++i) {
     Value v;
     v.name = !output_names.empty()   ? output_names[i]
@@ -209,6 +218,12 @@ std::string Graph::str() const {
       os << "}";
     }
     os << "  # " << n.name << "\n";
+    // Bodies indented under their node.
+    for (size_t b = 0; b < n.bodies.size(); ++b) {
+      std::istringstream body(n.bodies[b]->str());
+      os << "  body " << b << ":\n";
+      for (std::string line; std::getline(body, line);) os << "    " << line << "\n";
+    }
   }
   os << "outputs";
   for (size_t i = 0; i < outputs_.size(); ++i) {
@@ -252,7 +267,7 @@ void GraphRewriter::copy_node(NodeId n) {
   std::vector<std::string> names;
   for (ValueId v : node.outputs) names.push_back(out_.unique_name(old_.value(v).name));
   std::vector<ValueId> outs =
-      out_.add_node(out_.unique_name(node.name), node.op, node.attrs, ins, names);
+      out_.add_node(out_.unique_name(node.name), node.op, node.attrs, ins, names, node.bodies);
   for (size_t i = 0; i < outs.size(); ++i) map_[node.outputs[i]] = outs[i];
 }
 

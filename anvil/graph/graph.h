@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,18 @@ struct Value {
   runtime::NDArray data;  // kConstant: the contents (shape and dtype equal `type`)
 };
 
+class Graph;
+
 struct Node {
   std::string name;  // unique in the graph (the ONNX node name, or generated); used in errors
   std::string op;    // a registered operator
   ops::Attrs attrs;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  // Control flow (if, loop, scan: control_flow.h): the bodies, graphs of their own whose inputs
+  // are the values the node passes them (outer values they read included). Shared and immutable:
+  // a pass that copies the node keeps them; each body is optimized when it is compiled.
+  std::vector<std::shared_ptr<const Graph>> bodies;
 };
 
 class Graph {
@@ -52,9 +59,11 @@ class Graph {
   // A node applying `op` to `inputs`; its outputs' types come from the op's shape rule (an error
   // names the node, the op and the input types when it rejects them). Output values are named
   // `output_names[i]` when given, else "<node name>:<i>" (":0" dropped for single outputs).
+  // A control-flow op takes its `bodies`, from which its output types come.
   std::vector<ValueId> add_node(const std::string& name, const std::string& op, ops::Attrs attrs,
                                 const std::vector<ValueId>& inputs,
-                                const std::vector<std::string>& output_names = {});
+                                const std::vector<std::string>& output_names = {},
+                                std::vector<std::shared_ptr<const Graph>> bodies = {});
   // Single-output convenience.
   ValueId add(const std::string& name, const std::string& op, ops::Attrs attrs,
               const std::vector<ValueId>& inputs);

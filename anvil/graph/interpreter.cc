@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "anvil/graph/control_flow.h"
 #include "anvil/support/error.h"
 
 namespace anvil::graph {
@@ -40,11 +41,12 @@ std::vector<runtime::NDArray> interpret(const Graph& g,
       args.push_back(a);
     }
     const ops::OpDef& def = ops::lookup(node.op);
-    ANVIL_CHECK(def.reference, "interpret: node '", node.name, "': operator '", node.op,
-                "' has no reference implementation");
+    ANVIL_CHECK(def.reference || is_control_flow(node.op), "interpret: node '", node.name,
+                "': operator '", node.op, "' has no reference implementation");
     std::vector<runtime::NDArray> outs;
     try {
-      outs = def.reference(args, node.attrs);
+      outs = is_control_flow(node.op) ? interpret_control(g, node, args)
+                                      : def.reference(args, node.attrs);
     } catch (const InternalError&) {
       throw;
     } catch (const Error& e) {

@@ -107,7 +107,7 @@ class LayoutRewriter {
       std::vector<std::string> names;
       for (ValueId v : n.outputs) names.push_back(out().unique_name(g_.value(v).name));
       std::vector<ValueId> outs =
-          out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, names);
+          out().add_node(out().unique_name(n.name), n.op, n.attrs, ins, names, n.bodies);
       for (size_t i = 0; i < outs.size(); ++i) set_nchw(n.outputs[i], outs[i]);
       if (transposes_to_nchw(n)) {
         blocked(n.outputs[0], ops::nchwc_block(g_.value(n.outputs[0]).type.shape[1], target_));

@@ -10,6 +10,7 @@
 #include <optional>
 #include <tuple>
 
+#include "anvil/graph/control_flow.h"
 #include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
@@ -600,7 +601,9 @@ Graph fold_constants(const Graph& g) {
       rw.copy_node(id);
       continue;
     }
-    std::vector<runtime::NDArray> res = ops::lookup(n.op).reference(args, n.attrs);
+    std::vector<runtime::NDArray> res = is_control_flow(n.op)
+                                            ? interpret_control(g, n, args)
+                                            : ops::lookup(n.op).reference(args, n.attrs);
     ANVIL_CHECK(res.size() == n.outputs.size(), "fold_constants: node '", n.name, "' (", n.op,
                 "): the reference returned ", res.size(), " outputs, expected ", n.outputs.size());
     for (size_t i = 0; i < res.size(); ++i) {
@@ -645,6 +648,10 @@ Graph eliminate_common_subexpressions(const Graph& g) {
     const Node& n = g.node(id);
     std::vector<ValueId> ins;
     for (ValueId v : n.inputs) ins.push_back(rw.map(v));
+    if (!n.bodies.empty()) {  // equal inputs and attributes, but bodies of their own
+      rw.copy_node(id);
+      continue;
+    }
     Key key{n.op, n.attrs.values(), ins};
     auto it = seen.find(key);
     bool is_graph_output = false;

@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "anvil/graph/control_flow.h"
 #include "anvil/graph/flops.h"
 #include "anvil/support/error.h"
 
@@ -15,11 +16,12 @@ std::vector<KernelPlan> plan_kernels(const Graph& g, const std::vector<FusedGrou
   for (size_t i = 0; i < groups.size(); ++i) {
     const FusedGroup& group = groups[i];
     ANVIL_ICHECK(!group.nodes.empty(), "plan_kernels: fused group ", i, " is empty");
+    if (is_control_flow(g.node(group.nodes.back()).op)) continue;  // a step, not a kernel
     KernelPlan p;
     p.group = group;
     p.sched_node = group.anchor >= 0 ? group.anchor : group.nodes.back();
     const Node& node = g.node(p.sched_node);
-    p.name = "fused_" + std::to_string(i) + "_" + node.op;
+    p.name = "fused_" + std::to_string(plans.size()) + "_" + node.op;
     p.op = node.op;
     for (ValueId v : node.inputs) p.inputs.push_back(g.value(v).type);
     p.attrs = node.attrs;

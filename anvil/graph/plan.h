@@ -34,7 +34,9 @@ struct KernelPlan {
 };
 
 // One plan per group of `groups` (fuse() of `g`, the graph after CompiledGraph::optimize), in
-// order. Throws anvil::Error naming the kernel when an op's space refuses its inputs.
+// order, but for control-flow nodes (if, loop, scan), which are steps of the executor, not
+// kernels; kernels are numbered without them. Throws anvil::Error naming the kernel when an op's
+// space refuses its inputs.
 std::vector<KernelPlan> plan_kernels(const Graph& g, const std::vector<FusedGroup>& groups,
                                      const Target& target, const BuildOptions& options);
 

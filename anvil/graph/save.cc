@@ -50,8 +50,9 @@ void CompiledGraph::save(const std::string& path, const SaveOptions& options) co
   ANVIL_ICHECK(!library.empty(), "save: no kernel library to write");
 
   std::vector<std::pair<std::string, runtime::NDArray>> tensors;
-  for (size_t k = 0; k < program_.params.size(); ++k)
-    tensors.push_back({program_.param_names[k], program_.params[k]});
+  runtime::for_each_program(program_, [&](const runtime::GraphProgram& p) {
+    for (size_t k = 0; k < p.params.size(); ++k) tensors.push_back({p.param_names[k], p.params[k]});
+  });
   std::string params = runtime::serialize_safetensors(tensors);
 
   runtime::ParamsFile params_file;

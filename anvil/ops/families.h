@@ -15,5 +15,6 @@ void register_conv_transpose_nchwc_ops();  // conv_transpose_nchwc.cc
 void register_winograd_ops();              // winograd.cc
 void register_recurrent_ops();             // recurrent.cc
 void register_window_nd_ops();             // window_nd.cc (reference only)
+void register_control_ops();               // control.cc (if, loop, scan: executor steps)
 
 }  // namespace anvil::ops

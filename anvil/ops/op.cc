@@ -280,6 +280,7 @@ void register_all() {
   register_winograd_ops();
   register_recurrent_ops();
   register_window_nd_ops();
+  register_control_ops();
 }
 
 void ensure_registered() {

@@ -19,7 +19,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "anvil-graph-program";
-constexpr int kProgramVersion = 1;
+// Version 2: subprograms and control-flow steps; a program without them is written as version 1,
+// which readers before them load too.
+constexpr int kProgramVersion = 2;
 
 const char* storage_name(GraphProgram::Storage s) {
   switch (s) {
@@ -123,23 +125,87 @@ void GraphProgram::validate(const std::string& origin) const {
       if (output_names[i] == output_names[k]) fail("names two outputs '" + output_names[i] + "'");
   for (const Call& c : calls) {
     for (int32_t a : c.args) check_slot(a, "kernel " + c.kernel);
+    if (c.is_control()) {
+      if (c.num_inputs < 0 || c.num_inputs > static_cast<int32_t>(c.args.size()))
+        fail("step " + c.kernel + " has " + std::to_string(c.num_inputs) + " inputs of " +
+             std::to_string(c.args.size()) + " arguments");
+      if (c.bodies.size() != (c.control.op == "if" ? 2u : 1u))
+        fail("step " + c.kernel + " (" + c.control.op + ") has " + std::to_string(c.bodies.size()) +
+             " bodies");
+      for (int32_t b : c.bodies)
+        if (b < 0 || b >= static_cast<int32_t>(subprograms.size()))
+          fail("step " + c.kernel + " names subprogram " + std::to_string(b) + " of " +
+               std::to_string(subprograms.size()));
+      if (c.control.op != "if" && c.control.op != "loop" && c.control.op != "scan")
+        fail("step " + c.kernel + " is of unknown kind '" + c.control.op + "'");
+    }
     for (int32_t r : c.release) {
       check_slot(r, "kernel " + c.kernel + " (release)");
       if (slots[r].storage != Storage::kOwned)
         fail("kernel " + c.kernel + " releases slot " + std::to_string(r) +
              ", which it does not own");
     }
-    if (!c.fn) fail("kernel " + c.kernel + " has no code");
+    if (!c.fn && !c.is_control()) fail("kernel " + c.kernel + " has no code");
     if (!(c.flops >= 0) || std::isinf(c.flops))
       fail("kernel " + c.kernel + " has a FLOP count of " + std::to_string(c.flops));
   }
+  for (const GraphProgram& sub : subprograms) sub.validate(origin);
 }
 
-std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file) {
+void for_each_program(GraphProgram& p, const std::function<void(GraphProgram&)>& f) {
+  f(p);
+  for (GraphProgram& sub : p.subprograms) for_each_program(sub, f);
+}
+
+void for_each_program(const GraphProgram& p, const std::function<void(const GraphProgram&)>& f) {
+  f(p);
+  for (const GraphProgram& sub : p.subprograms) for_each_program(sub, f);
+}
+
+namespace {
+
+json control_to_json(const ControlFlow& cf) {
+  json j = {{"op", cf.op}};
+  if (cf.op == "if") j["then_inputs"] = cf.then_inputs;
+  if (cf.op == "loop") {
+    j["has_trip_count"] = cf.has_trip_count;
+    j["has_cond"] = cf.has_cond;
+  }
+  if (cf.op != "if") j["num_carried"] = cf.num_carried;
+  if (cf.op == "scan") {
+    j["num_scan_inputs"] = cf.num_scan_inputs;
+    j["input_axes"] = cf.input_axes;
+    j["input_reverse"] = cf.input_reverse;
+    j["output_axes"] = cf.output_axes;
+    j["output_reverse"] = cf.output_reverse;
+  }
+  return j;
+}
+
+ControlFlow control_from_json(const json& j) {
+  ControlFlow cf;
+  cf.op = j.at("op").get<std::string>();
+  if (cf.op == "if") cf.then_inputs = j.at("then_inputs").get<int64_t>();
+  if (cf.op == "loop") {
+    cf.has_trip_count = j.at("has_trip_count").get<bool>();
+    cf.has_cond = j.at("has_cond").get<bool>();
+  }
+  if (cf.op != "if") cf.num_carried = j.at("num_carried").get<int64_t>();
+  if (cf.op == "scan") {
+    cf.num_scan_inputs = j.at("num_scan_inputs").get<int64_t>();
+    cf.input_axes = j.at("input_axes").get<std::vector<int64_t>>();
+    cf.input_reverse = j.at("input_reverse").get<std::vector<int64_t>>();
+    cf.output_axes = j.at("output_axes").get<std::vector<int64_t>>();
+    cf.output_reverse = j.at("output_reverse").get<std::vector<int64_t>>();
+  }
+  return cf;
+}
+
+// The program's own fields (and its subprograms'), without format, version and parameter file.
+json program_body_json(const GraphProgram& p) {
   json j;
-  j["format"] = kFormat;
-  j["version"] = kProgramVersion;
   j["target"] = p.target;
+
   if (!p.cpu.empty() || !p.cpu_features.empty())  // optional: older readers ignore it
     j["cpu"] = {{"name", p.cpu}, {"features", p.cpu_features}};
   j["arena_bytes"] = p.arena_bytes;
@@ -163,16 +229,131 @@ std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file
   for (const GraphProgram::Call& c : p.calls) {
     json jc = {{"kernel", c.kernel}, {"nodes", c.nodes}, {"args", c.args}, {"release", c.release}};
     if (c.flops > 0) jc["flops"] = c.flops;  // optional: older readers ignore it
+    if (c.is_control()) {
+      jc["control"] = control_to_json(c.control);
+      jc["num_inputs"] = c.num_inputs;
+      jc["bodies"] = c.bodies;
+    }
     calls.push_back(jc);
   }
   j["calls"] = calls;
   j["params"] = p.param_names;
+  if (!p.subprograms.empty()) {
+    json subs = json::array();
+    for (const GraphProgram& sub : p.subprograms) subs.push_back(program_body_json(sub));
+    j["subprograms"] = subs;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string program_to_json(const GraphProgram& p, const ParamsFile& params_file) {
+  json j;
+  j["format"] = kFormat;
+  j["version"] = p.subprograms.empty() ? 1 : kProgramVersion;
+  j.update(program_body_json(p));
   if (!params_file.name.empty())
     j["params_file"] = {{"name", params_file.name},
                         {"bytes", params_file.bytes},
                         {"checksum", params_file.checksum}};
   return j.dump(1);
 }
+
+namespace {
+
+// The fields program_body_json writes, into `p`; `field` tracks where parsing is (prefixed with
+// `prefix`, "subprograms[0]." for a subprogram) for the caller's error.
+void parse_program_body(const json& j, const std::string& origin, const std::string& prefix,
+                        std::string& field, GraphProgram& p) {
+  field = prefix + "target";
+  p.target = j.at("target").get<std::string>();
+  if (j.contains("cpu")) {
+    field = prefix + "cpu";
+    p.cpu = j.at("cpu").at("name").get<std::string>();
+    p.cpu_features = j.at("cpu").at("features").get<std::vector<std::string>>();
+  }
+  field = prefix + "arena_bytes";
+  p.arena_bytes = j.at("arena_bytes").get<int64_t>();
+  field = prefix + "params";
+  p.param_names = j.at("params").get<std::vector<std::string>>();
+  const json& slots = j.at("slots");
+  for (size_t i = 0; i < slots.size(); ++i) {
+    field = prefix + "slots[" + std::to_string(i) + "]";
+    const json& js = slots.at(i);
+    GraphProgram::Slot s;
+    s.name = js.at("name").get<std::string>();
+    s.shape = js.at("shape").get<std::vector<int64_t>>();
+    s.dtype = parse_dtype(js.at("dtype").get<std::string>(), "'" + origin + "' " + field);
+    std::string storage = js.at("storage").get<std::string>();
+    if (storage == "input") {
+      s.storage = GraphProgram::Storage::kInput;
+      s.offset = js.at("offset").get<int64_t>();
+    } else if (storage == "arena") {
+      s.storage = GraphProgram::Storage::kArena;
+      s.offset = js.at("offset").get<int64_t>();
+    } else if (storage == "param") {
+      s.storage = GraphProgram::Storage::kParam;
+      std::string name = js.at("param").get<std::string>();
+      s.offset = -1;
+      for (size_t k = 0; k < p.param_names.size(); ++k)
+        if (p.param_names[k] == name) s.offset = static_cast<int64_t>(k);
+      if (s.offset < 0)
+        throw ArtifactError("the program in '" + origin + "': " + field + " names parameter '" +
+                            name + "', which is not in its list");
+    } else if (storage == "owned") {
+      s.storage = GraphProgram::Storage::kOwned;
+    } else {
+      throw ArtifactError("the program in '" + origin + "': " + field + " has storage '" + storage +
+                          "' (expected input, param, arena or owned)");
+    }
+    p.slots.push_back(std::move(s));
+  }
+  field = prefix + "inputs";
+  p.inputs = j.at("inputs").get<std::vector<int32_t>>();
+  field = prefix + "outputs";
+  p.outputs = j.at("outputs").get<std::vector<int32_t>>();
+  if (j.contains("output_names")) {
+    field = prefix + "output_names";
+    p.output_names = j.at("output_names").get<std::vector<std::string>>();
+  }
+  const json& calls = j.at("calls");
+  for (size_t i = 0; i < calls.size(); ++i) {
+    field = prefix + "calls[" + std::to_string(i) + "]";
+    const json& jc = calls.at(i);
+    GraphProgram::Call c;
+    c.kernel = jc.at("kernel").get<std::string>();
+    c.nodes = jc.at("nodes").get<std::string>();
+    c.args = jc.at("args").get<std::vector<int32_t>>();
+    c.release = jc.at("release").get<std::vector<int32_t>>();
+    if (jc.contains("flops")) {
+      field += ".flops";
+      // A number (get<double> also takes integers); anything else is malformed.
+      if (!jc.at("flops").is_number())
+        throw ArtifactError("the program in '" + origin + "' is malformed at " + field +
+                            ": expected a number, got " + jc.at("flops").dump());
+      c.flops = jc.at("flops").get<double>();
+    }
+    if (jc.contains("control")) {
+      field = prefix + "calls[" + std::to_string(i) + "].control";
+      c.control = control_from_json(jc.at("control"));
+      c.num_inputs = jc.at("num_inputs").get<int32_t>();
+      c.bodies = jc.at("bodies").get<std::vector<int32_t>>();
+    }
+    p.calls.push_back(std::move(c));
+  }
+  if (j.contains("subprograms")) {
+    const json& subs = j.at("subprograms");
+    field = prefix + "subprograms";
+    for (size_t i = 0; i < subs.size(); ++i) {
+      p.subprograms.emplace_back();
+      parse_program_body(subs.at(i), origin, prefix + "subprograms[" + std::to_string(i) + "].",
+                         field, p.subprograms.back());
+    }
+  }
+}
+
+}  // namespace
 
 GraphProgram program_from_json(std::string_view text, const std::string& origin,
                                ParamsFile* params_file) {
@@ -185,80 +366,12 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
       throw ArtifactError("the program in '" + origin + "' has format '" +
                           j.at("format").get<std::string>() + "', expected '" + kFormat + "'");
     field = "version";
-    if (j.at("version").get<int>() != kProgramVersion)
-      throw ArtifactError("the program in '" + origin + "' has version " +
-                          std::to_string(j.at("version").get<int>()) + ", expected " +
-                          std::to_string(kProgramVersion));
-    field = "target";
-    p.target = j.at("target").get<std::string>();
-    if (j.contains("cpu")) {
-      field = "cpu";
-      p.cpu = j.at("cpu").at("name").get<std::string>();
-      p.cpu_features = j.at("cpu").at("features").get<std::vector<std::string>>();
-    }
-    field = "arena_bytes";
-    p.arena_bytes = j.at("arena_bytes").get<int64_t>();
-    field = "params";
-    p.param_names = j.at("params").get<std::vector<std::string>>();
-    const json& slots = j.at("slots");
-    for (size_t i = 0; i < slots.size(); ++i) {
-      field = "slots[" + std::to_string(i) + "]";
-      const json& js = slots.at(i);
-      GraphProgram::Slot s;
-      s.name = js.at("name").get<std::string>();
-      s.shape = js.at("shape").get<std::vector<int64_t>>();
-      s.dtype = parse_dtype(js.at("dtype").get<std::string>(), "'" + origin + "' " + field);
-      std::string storage = js.at("storage").get<std::string>();
-      if (storage == "input") {
-        s.storage = GraphProgram::Storage::kInput;
-        s.offset = js.at("offset").get<int64_t>();
-      } else if (storage == "arena") {
-        s.storage = GraphProgram::Storage::kArena;
-        s.offset = js.at("offset").get<int64_t>();
-      } else if (storage == "param") {
-        s.storage = GraphProgram::Storage::kParam;
-        std::string name = js.at("param").get<std::string>();
-        s.offset = -1;
-        for (size_t k = 0; k < p.param_names.size(); ++k)
-          if (p.param_names[k] == name) s.offset = static_cast<int64_t>(k);
-        if (s.offset < 0)
-          throw ArtifactError("the program in '" + origin + "': " + field + " names parameter '" +
-                              name + "', which is not in its list");
-      } else if (storage == "owned") {
-        s.storage = GraphProgram::Storage::kOwned;
-      } else {
-        throw ArtifactError("the program in '" + origin + "': " + field + " has storage '" +
-                            storage + "' (expected input, param, arena or owned)");
-      }
-      p.slots.push_back(std::move(s));
-    }
-    field = "inputs";
-    p.inputs = j.at("inputs").get<std::vector<int32_t>>();
-    field = "outputs";
-    p.outputs = j.at("outputs").get<std::vector<int32_t>>();
-    if (j.contains("output_names")) {
-      field = "output_names";
-      p.output_names = j.at("output_names").get<std::vector<std::string>>();
-    }
-    const json& calls = j.at("calls");
-    for (size_t i = 0; i < calls.size(); ++i) {
-      field = "calls[" + std::to_string(i) + "]";
-      const json& jc = calls.at(i);
-      GraphProgram::Call c;
-      c.kernel = jc.at("kernel").get<std::string>();
-      c.nodes = jc.at("nodes").get<std::string>();
-      c.args = jc.at("args").get<std::vector<int32_t>>();
-      c.release = jc.at("release").get<std::vector<int32_t>>();
-      if (jc.contains("flops")) {
-        field += ".flops";
-        // A number (get<double> also takes integers); anything else is malformed.
-        if (!jc.at("flops").is_number())
-          throw ArtifactError("the program in '" + origin + "' is malformed at " + field +
-                              ": expected a number, got " + jc.at("flops").dump());
-        c.flops = jc.at("flops").get<double>();
-      }
-      p.calls.push_back(std::move(c));
-    }
+    int version = j.at("version").get<int>();
+    if (version < 1 || version > kProgramVersion)
+      throw ArtifactError("the program in '" + origin + "' has version " + std::to_string(version) +
+                          ", expected 1 to " + std::to_string(kProgramVersion) +
+                          (version > kProgramVersion ? " (a newer Anvil wrote it)" : ""));
+    parse_program_body(j, origin, "", field, p);
     if (params_file) {
       *params_file = ParamsFile();
       if (j.contains("params_file")) {
@@ -356,6 +469,7 @@ void attach_host(GraphProgram& p) {
     }
   }
   if (p.arena_bytes > 0) p.arenas = std::make_shared<ArenaPool>(static_cast<size_t>(p.arena_bytes));
+  for (GraphProgram& sub : p.subprograms) attach_host(sub);
 }
 
 void attach_device(GraphProgram& p, const Module& module) {
@@ -443,6 +557,8 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
   }
   std::vector<const DLTensor*> args;
   for (size_t i = 0; i < p.calls.size(); ++i) {
+    if (p.calls[i].is_control())
+      throw std::runtime_error(p.calls[i].kernel + ": control-flow steps run on the CPU only");
     const GraphProgram::Call& c = p.calls[i];
     args.clear();
     for (int32_t a : c.args) {
@@ -478,6 +594,26 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
   }
   device.synchronize(stream);  // a kernel's fault surfaces here rather than in the next run
   return results;
+}
+
+}  // namespace
+
+namespace {
+
+// A body's inputs as its subprogram declares them (a program read from a file is trusted only
+// this far: execute indexes its inputs by slot).
+void check_body_inputs(const GraphProgram& sub, const std::vector<NDArray>& in) {
+  if (in.size() != sub.inputs.size())
+    throw std::runtime_error("the body takes " + std::to_string(sub.inputs.size()) +
+                             " inputs, the step passes " + std::to_string(in.size()));
+  for (size_t k = 0; k < in.size(); ++k) {
+    const GraphProgram::Slot& slot = sub.slots[sub.inputs[k]];
+    if (in[k].shape() != slot.shape || to_string(in[k].dtype()) != to_string(slot.dtype))
+      throw std::runtime_error("the body's input " + std::to_string(k) + " '" + slot.name +
+                               "' is " + to_string(slot.dtype) + shape_str(slot.shape) +
+                               ", the step passes " + to_string(in[k].dtype()) +
+                               shape_str(in[k].shape()));
+  }
 }
 
 }  // namespace
@@ -527,6 +663,23 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
         break;
     }
   }
+  // Slot a as an array (a view of the arena's bytes for arena slots), for a control-flow step.
+  auto array_of = [&](int32_t a) -> NDArray {
+    const GraphProgram::Slot& slot = p.slots[a];
+    switch (slot.storage) {
+      case GraphProgram::Storage::kInput:
+        return inputs[slot.offset];
+      case GraphProgram::Storage::kParam:
+        return p.params[slot.offset];
+      case GraphProgram::Storage::kArena:
+        // The arena outlives the step: a view that owns nothing.
+        return NDArray::view(std::shared_ptr<void>(where[a]->data, [](void*) {}), where[a]->data,
+                             slot.shape, slot.dtype);
+      case GraphProgram::Storage::kOwned:
+        break;
+    }
+    return owned[a];
+  };
   std::vector<const DLTensor*> args;
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const GraphProgram::Call& c = p.calls[i];
@@ -540,9 +693,34 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
     }
     clock::time_point start;
     if (call_seconds) start = clock::now();
-    if (c.fn(args.data(), static_cast<int32_t>(args.size()), nullptr) != 0)
+    if (c.is_control()) {
+      std::vector<NDArray> ins;
+      std::vector<OutputInfo> outs;
+      for (size_t k = 0; k < c.args.size(); ++k) {
+        const GraphProgram::Slot& slot = p.slots[c.args[k]];
+        if (k < static_cast<size_t>(c.num_inputs))
+          ins.push_back(array_of(c.args[k]));
+        else
+          outs.push_back({slot.shape, slot.dtype});
+      }
+      std::vector<NDArray> results;
+      try {
+        results = run_control(c.control, ins, outs, [&](size_t b, const std::vector<NDArray>& in) {
+          const GraphProgram& sub = p.subprograms.at(static_cast<size_t>(c.bodies.at(b)));
+          check_body_inputs(sub, in);
+          return execute(sub, in);
+        });
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(c.kernel + " (" + c.nodes + "): " + e.what());
+      }
+      for (size_t k = 0; k < results.size(); ++k) {
+        const DLTensor* out = args[static_cast<size_t>(c.num_inputs) + k];
+        if (results[k].nbytes() > 0) std::memcpy(out->data, results[k].data(), results[k].nbytes());
+      }
+    } else if (c.fn(args.data(), static_cast<int32_t>(args.size()), nullptr) != 0) {
       throw std::runtime_error("kernel " + c.kernel + " (" + c.nodes +
                                ") failed: " + AnvilGetLastError());
+    }
     if (call_seconds)
       (*call_seconds)[i] = std::chrono::duration<double>(clock::now() - start).count();
     for (int32_t r : c.release) {

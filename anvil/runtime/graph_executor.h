@@ -5,15 +5,19 @@
 // A program names each tensor it touches (a slot): where it lives (a graph input, a parameter,
 // the arena at an offset, or an array of its own allocated on first use), its shape and dtype.
 // Each call is a kernel with its argument slots (inputs, then outputs) and the owned slots to
-// release after it. Every run allocates its own arena, so runs may proceed concurrently.
+// release after it, or a control-flow step (If, Loop, Scan: runtime/control_flow.h) whose bodies
+// are subprograms, programs of their own run on the step's inputs. Every run allocates its own
+// arena, so runs may proceed concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "anvil/runtime/c_runtime_api.h"
+#include "anvil/runtime/control_flow.h"
 #include "anvil/runtime/device_api.h"
 #include "anvil/runtime/model.h"
 #include "anvil/runtime/module.h"
@@ -41,6 +45,13 @@ struct GraphProgram {
     std::vector<int32_t> release;  // kOwned slots no later call reads
     double flops = 0;              // floating-point operations per call (0: unknown)
     AnvilKernel fn = nullptr;
+    // A control-flow step instead of a kernel when control.op is set: `kernel` names it ("if
+    // 'cond_1'"), the first num_inputs args are its inputs, the rest its outputs, and bodies
+    // index subprograms (then, else for an if).
+    ControlFlow control;
+    int32_t num_inputs = 0;
+    std::vector<int32_t> bodies;
+    bool is_control() const { return !control.op.empty(); }
   };
 
   std::string target;
@@ -56,6 +67,9 @@ struct GraphProgram {
   // written before the field).
   std::vector<std::string> output_names;
   std::vector<Call> calls;
+  // The bodies of the control-flow steps: each a whole program (slots, calls, parameters, arena)
+  // whose inputs are the values its step passes it. Its kernels are in the same library.
+  std::vector<GraphProgram> subprograms;
   int64_t arena_bytes = 0;
   std::vector<NDArray> params;  // by Slot::offset of kParam slots
   std::vector<std::string> param_names;
@@ -79,6 +93,10 @@ struct GraphProgram {
     return output_names.empty() ? slots[outputs[i]].name : output_names[i];
   }
 };
+
+// Calls `f` on `p`, then on each of its subprograms and theirs, depth first.
+void for_each_program(GraphProgram& p, const std::function<void(GraphProgram&)>& f);
+void for_each_program(const GraphProgram& p, const std::function<void(const GraphProgram&)>& f);
 
 // The program as JSON (without kernel pointers, parameters or keep_alive) and back. from_json
 // fills everything but fn, params and keep_alive, and throws ArtifactError naming `origin` and
@@ -107,7 +125,7 @@ ArtifactContents read_artifact(const std::string& path);
 // (runtime/host_memory.h: aligned to 2 MiB, huge pages where the kernel grants them, in the
 // program's order) and keeps the runs' arenas there too, reused from run to run, so that where
 // a model's data sits, and so its time, is the same in every process. Model does this for every
-// CPU program. Throws std::runtime_error when out of memory.
+// CPU program (and each subprogram). Throws std::runtime_error when out of memory.
 void attach_host(GraphProgram& p);
 
 // For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device,

@@ -105,14 +105,16 @@ Model Model::load(const std::string& path) {
     params =
         parse_safetensors(body.substr(t.library_bytes + t.program_bytes, t.params_bytes), path);
   }
-  program.params.resize(program.param_names.size());
-  for (auto& [name, array] : params)
-    for (size_t k = 0; k < program.param_names.size(); ++k)
-      if (program.param_names[k] == name) program.params[k] = array;
-  for (size_t k = 0; k < program.params.size(); ++k)
-    if (!program.params[k].defined())
-      throw ArtifactError("'" + path + "': parameter '" + program.param_names[k] +
-                          "' is missing from its parameters");
+  for_each_program(program, [&](GraphProgram& q) {
+    q.params.resize(q.param_names.size());
+    for (auto& [name, array] : params)
+      for (size_t k = 0; k < q.param_names.size(); ++k)
+        if (q.param_names[k] == name) q.params[k] = array;
+    for (size_t k = 0; k < q.params.size(); ++k)
+      if (!q.params[k].defined())
+        throw ArtifactError("'" + path + "': parameter '" + q.param_names[k] +
+                            "' is missing from its parameters");
+  });
 
   // Only now, with every byte checked, is the library loaded: from the bytes checked, not from the
   // file again.
@@ -120,7 +122,10 @@ Model Model::load(const std::string& path) {
   try {
     module =
         std::make_shared<Module>(Module::load_from_memory(body.substr(0, t.library_bytes), path));
-    for (GraphProgram::Call& c : program.calls) c.fn = module->get_function(c.kernel);
+    for_each_program(program, [&](GraphProgram& q) {
+      for (GraphProgram::Call& c : q.calls)
+        if (!c.is_control()) c.fn = module->get_function(c.kernel);
+    });
   } catch (const ArtifactError&) {
     throw;
   } catch (const DeviceUnavailable&) {

@@ -205,5 +205,27 @@ TEST_F(Cli, AnInputOfAnotherBatchSaysHowToRebindTheShape) {
       {"expects float32[2, 3]", "bound when the model was compiled", "--input-shape x=4x3"});
 }
 
+// A model with run-time control flow (PyTorch's export of a scripted while loop and branch):
+// compiled, run from .npy files, and its artifact described with the bodies under their steps.
+TEST_F(Cli, RunTimeControlFlowCompilesRunsAndIsInspected) {
+  const fs::path data = fs::path(ANVIL_FRONTEND_DATA) / "torch_loop_if";
+  Result c = anvil("compile " + (data / "model.onnx").string() + " --strict -o loop_if.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("2 control-flow steps"), std::string::npos) << c.out;
+  Result r =
+      anvil("run loop_if.so --input x=" + (data / "x0.npy").string() + " --output-dir loop_if_out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<float> got = values(runtime::load_npy(path("loop_if_out/z.npy")));
+  std::vector<float> want = values(runtime::load_npy((data / "z0.npy").string()));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  Result i = anvil("inspect loop_if.so");
+  ASSERT_EQ(i.code, 0) << i.err;
+  for (const char* part :
+       {"loop '/Loop': a control-flow step", "body (subprogram 0)", "if '/If': a control-flow step",
+        "then (subprogram", "else (subprogram", "b0_fused_0_dense_packed"})
+    EXPECT_NE(i.out.find(part), std::string::npos) << part << "\n" << i.out;
+}
+
 }  // namespace
 }  // namespace anvil::cli

@@ -100,6 +100,26 @@ std::string slot_string(const runtime::GraphProgram& p, int32_t slot, const std:
 
 // `anvil inspect model.so`: what the artifact holds, read without loading its code (it may be
 // for another CPU or a GPU this machine lacks), and whether it runs here.
+// The calls of `p`, `indent` spaces in; a control-flow step's bodies (subprograms) under it.
+void print_calls(const runtime::GraphProgram& p, int indent) {
+  for (const runtime::GraphProgram::Call& c : p.calls) {
+    if (!c.is_control()) {
+      std::printf("%*s%-36s %10.4f GFLOP  %s\n", indent, "", c.kernel.c_str(), c.flops / 1e9,
+                  c.nodes.c_str());
+      continue;
+    }
+    std::printf("%*s%s: a control-flow step\n", indent, "", c.kernel.c_str());
+    for (size_t b = 0; b < c.bodies.size(); ++b) {
+      const runtime::GraphProgram& sub = p.subprograms.at(static_cast<size_t>(c.bodies[b]));
+      const char* role = c.control.op != "if" ? "body" : b == 0 ? "then" : "else";
+      std::printf("%*s%s (subprogram %d): %zu inputs, %zu outputs, %zu calls, %s planned\n",
+                  indent + 2, "", role, c.bodies[b], sub.inputs.size(), sub.outputs.size(),
+                  sub.calls.size(), bytes_string(sub.arena_bytes).c_str());
+      print_calls(sub, indent + 4);
+    }
+  }
+}
+
 void describe_artifact(const std::string& path) {
   const runtime::ArtifactContents a =
       with_exit_code(kBadInput, "", [&] { return runtime::read_artifact(path); });
@@ -134,9 +154,9 @@ void describe_artifact(const std::string& path) {
   std::cout << "intermediate memory: " << bytes_string(p.arena_bytes) << " planned\n";
   double flops = 0;
   for (const runtime::GraphProgram::Call& c : p.calls) flops += c.flops;
-  std::printf("kernels: %zu calls, %.3f GFLOP per run\n", p.calls.size(), flops / 1e9);
-  for (const runtime::GraphProgram::Call& c : p.calls)
-    std::printf("  %-36s %10.4f GFLOP  %s\n", c.kernel.c_str(), c.flops / 1e9, c.nodes.c_str());
+  std::printf("kernels: %zu calls, %.3f GFLOP per run%s\n", p.calls.size(), flops / 1e9,
+              p.subprograms.empty() ? "" : " (outside control flow)");
+  print_calls(p, 2);
   std::fflush(stdout);
 }
 
@@ -248,9 +268,13 @@ void compile_command(const CompileOptions& o) {
   if (o.verbose) std::cout << cg.summary() << "\n";
   const graph::MemoryPlan& plan = cg.memory_plan();
   std::cout << "compiled " << o.model << " for '" << target.str() << "': " << cg.num_kernels()
-            << " kernels" << (o.no_fuse ? " (fusion off)" : "")
-            << (o.no_layout ? " (layout alteration off)" : "") << "; intermediate memory "
-            << bytes_string(plan.planned_bytes) << " planned, "
+            << " kernels"
+            << (cg.steps().empty()
+                    ? std::string()
+                    : " and " + std::to_string(cg.steps().size()) +
+                          " control-flow steps (their bodies: anvil inspect " + o.output + ")")
+            << (o.no_fuse ? " (fusion off)" : "") << (o.no_layout ? " (layout alteration off)" : "")
+            << "; intermediate memory " << bytes_string(plan.planned_bytes) << " planned, "
             << bytes_string(plan.unplanned_bytes) << " unplanned\n";
   std::error_code ec;
   std::cout << "wrote " << o.output << " ("

@@ -132,12 +132,18 @@ bool Ctx::has_in(int i) const {
   return i < node_->input_size() && !node_->input(i).empty();
 }
 
+ValueId Ctx::lookup(const std::string& name) const {
+  auto it = env.find(name);
+  if (it != env.end()) return it->second;
+  return outer ? outer(name) : -1;
+}
+
 ValueId Ctx::in(int i) const {
   ANVIL_CHECK(has_in(i), "input ", i, " is missing");
-  auto it = env.find(node_->input(i));
-  ANVIL_CHECK(it != env.end(), "input ", i, " '", node_->input(i),
+  ValueId v = lookup(node_->input(i));
+  ANVIL_CHECK(v >= 0, "input ", i, " '", node_->input(i),
               "' is not defined by an earlier node, an initializer or a graph input");
-  return it->second;
+  return v;
 }
 
 namespace {

@@ -35,8 +35,14 @@ class Ctx {
 
   graph::Graph g;
   std::map<std::string, ValueId> env;
+  // In a body (If, Loop, Scan): makes a value of the enclosing graphs named `name` available in
+  // this one and returns it (-1: no such value). Set by convert_body.
+  std::function<ValueId(const std::string&)> outer;
   const std::string& origin() const { return origin_; }
   int64_t opset() const { return opset_; }
+  int64_t memory_cap() const { return memory_cap_; }
+  // The value named `name` here or, in a body, in the graphs around it; -1 when there is none.
+  ValueId lookup(const std::string& name) const;
 
   // ---- the node being converted
   void begin(const ::onnx::NodeProto* node, std::string name) {
@@ -105,5 +111,16 @@ ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& w
 
 // Converts the nodes of `g` (the main graph, or a taken If branch) into ctx.
 void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& g);
+
+// If, Loop and Scan, and what loop bodies index with (ops_map_control.cc). An If whose condition is
+// a compile-time constant is inlined (its taken branch); otherwise each body becomes a graph of its
+// own.
+std::vector<ValueId> map_if(Ctx& c);
+std::vector<ValueId> map_loop(Ctx& c);
+std::vector<ValueId> map_scan(Ctx& c);
+// Slice whose start is computed at run time on one axis and whose end is that start plus a
+// constant (a loop's x[i : i + k]): a gather of k indices from the start (ops_map_control.cc).
+bool is_dynamic_slice(const Ctx& c);
+std::vector<ValueId> map_dynamic_slice(Ctx& c);
 
 }  // namespace anvil::frontend::onnx_detail

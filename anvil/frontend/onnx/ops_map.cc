@@ -409,6 +409,7 @@ Vals map_split(Ctx& c) {
 }
 
 Vals map_slice(Ctx& c) {
+  if (is_dynamic_slice(c)) return map_dynamic_slice(c);
   AttrMap a;
   if (c.opset() < 10) {
     a["starts"] = c.attr_ints("starts");
@@ -661,36 +662,6 @@ Vals map_constant_of_shape(Ctx& c) {
   return {c.g.add_constant(c.g.unique_name(c.node().output(0)), out)};
 }
 
-Vals map_if(Ctx& c) {
-  const runtime::NDArray& cond = c.const_in(0, "cond");
-  ANVIL_CHECK(cond.numel() == 1, "input 'cond' must hold one element");
-  DataType dt = ops::from_dlpack(cond.dtype());
-  bool taken = dt == DataType::Float32() ? cond.data_as<float>()[0] != 0
-               : dt.bits() == 64         ? cond.data_as<int64_t>()[0] != 0
-               : dt.bits() == 32         ? cond.data_as<int32_t>()[0] != 0
-                                         : cond.data_as<uint8_t>()[0] != 0;
-  const ::onnx::AttributeProto* br = c.attr(taken ? "then_branch" : "else_branch");
-  ANVIL_CHECK(br && br->has_g(), "attribute '", taken ? "then_branch" : "else_branch",
-              "' is missing");
-  const ::onnx::GraphProto& g = br->g();
-  const ::onnx::NodeProto* node = &c.node();
-  std::string name = c.name();
-  for (const ::onnx::TensorProto& t : g.initializer()) {
-    std::string what = "initializer '" + t.name() + "'";
-    c.check_size(what, declared_type(t, what), true);
-    c.env[t.name()] = c.g.add_constant(c.g.unique_name(t.name()), to_ndarray(t, what));
-  }
-  convert_nodes(c, g);
-  c.begin(node, name);
-  Vals outs;
-  for (const ::onnx::ValueInfoProto& o : g.output()) {
-    auto it = c.env.find(o.name());
-    ANVIL_CHECK(it != c.env.end(), "branch output '", o.name(), "' is never computed");
-    outs.push_back(it->second);
-  }
-  return outs;
-}
-
 Vals map_dropout(Ctx& c) {
   if (c.has_in(2)) {
     std::vector<double> t = c.floats_in(2, "training_mode");
@@ -857,6 +828,8 @@ const std::map<std::string, MapFn>& op_table() {
     t["Size"] = map_size;
     t["ConstantOfShape"] = map_constant_of_shape;
     t["If"] = map_if;
+    t["Loop"] = map_loop;
+    t["Scan"] = map_scan;
     return t;
   }();
   return table;
