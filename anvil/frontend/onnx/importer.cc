@@ -390,6 +390,11 @@ void convert_nodes(Ctx& ctx, const ::onnx::GraphProto& gp) {
     std::vector<ValueId> outs;
     try {
       ANVIL_CHECK(node.output_size() > 0, "the node has no outputs");
+      // In a body, the values of the graphs around it that the node reads become this graph's
+      // (captures) now, not while it is mapped: a capture adds a value, which would move the
+      // values a mapping holds references to.
+      for (const std::string& in : node.input())
+        if (!in.empty()) ctx.lookup(in);
       outs = table.at(node.op_type())(ctx);
       for (int o = 0; o < node.output_size(); ++o) {
         if (node.output(o).empty()) continue;

@@ -323,9 +323,9 @@ Vals map_scan(Ctx& c) {
   ANVIL_CHECK(!all.empty() && !c.g.value(all[0]).type.shape.empty(),
               "the inputs need a batch axis");
   int64_t batch = c.g.value(all[0]).type.shape[0];
-  // One scan per batch entry: a batch of thousands is a model no one writes, and would take as
+  // One scan per batch entry: a larger batch is a model no one writes, and would take as
   // many bodies.
-  constexpr int64_t kMaxBatch = 1024;
+  constexpr int64_t kMaxBatch = 64;
   ANVIL_CHECK(batch <= kMaxBatch, "a batch of ", batch, " (opset 8) is more than the ", kMaxBatch,
               " scans it would become");
   for (ValueId v : all)
