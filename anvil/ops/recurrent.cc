@@ -32,9 +32,9 @@
 // over W, XW [dirs, seq*batch, G*H] (+ the biases that do not depend on the step); then the time
 // steps are unrolled (seq is static): per step the product of R (packed into panels once per
 // call when enough steps use it) with the previous hidden state, and the gate math fused into one
-// or two element-wise stages reading it. schedule_x86 takes no knobs (space is empty): every
-// product follows dense's rule. The reference below is naive loops in double precision, straight
-// from the ONNX equations.
+// or two element-wise stages reading it. Every product follows dense's packed-path rule; its
+// knobs (rnn_space) are the input projection's (xw_*) and the steps' products' (step_*). The
+// reference below is naive loops in double precision, straight from the ONNX equations.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -383,11 +383,11 @@ void register_rnn(const std::string& name) {
     r.packed = false;
     return rnn_reference(r, plain);
   };
-  // Nothing to tune yet: the products follow dense's packed-path rule (recurrent_compute.cc).
+  // The products' knobs: dense's packed-path knobs, the projection's and the steps' apart.
   def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>&, const Target& target,
-                            const Config&) { rnn_schedule_x86(name, s, target); };
-  def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
-    return ConfigSpace{};
+                            const Config& config) { rnn_schedule_x86(name, s, target, config); };
+  def.space = [name](const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
+    return rnn_space(analyze(name, in, attrs), target);
   };
   register_op(std::move(def));
 }

@@ -40,6 +40,13 @@ struct Rnn {
 Rnn analyze(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs);
 
 std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>& in);
-void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target);
+// `config` overrides knobs of rnn_space.
+void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target,
+                      const Config& config);
+// The knobs of the two products, each dense's panel-product knobs (tile_m, tile_n, k_unroll,
+// parallel; the rule's values first) under a prefix: "xw_" for the input projection of every
+// step, "step_" for the recurrent products of each step (one configuration for all of them).
+// Only products on the packed path have knobs; none in the GPU form.
+ConfigSpace rnn_space(const Rnn& r, const Target& target);
 
 }  // namespace anvil::ops::recurrent

@@ -59,7 +59,20 @@ namespace {
 constexpr int64_t kNb = kDefaultPanel;  // gate rows per packed panel
 // As dense: W is packed only for this many rows (seq*batch); fewer take the dot form.
 constexpr int kPackMinRows = 8;
-constexpr int kPackMinSteps = 8;            // products (steps x directions) that pay for packing R
+constexpr int kPackMinSteps = 8;  // products (steps x directions) that pay for packing R
+
+// The input projection goes through packed panels of W (enough rows, or W packed already), else
+// dot products.
+bool packed_projection(const Rnn& r) {
+  return r.packed || r.seq * r.batch >= kPackMinRows;
+}
+
+// R is packed into panels (or arrives packed) when enough products read it: steps with a
+// previous hidden state, times directions.
+bool packed_steps(const Rnn& r) {
+  int64_t products = (r.seq - (r.has(kInitialH) ? 0 : 1)) * r.dirs;
+  return r.packed || (products >= kPackMinSteps && !r.gpu_form);
+}
 constexpr int64_t kDotLanes = 16;           // partial sums per dot product (one AVX-512 vector)
 constexpr int64_t kParallelWork = 1 << 18;  // elements or multiply-adds that pay for threads
 
@@ -107,7 +120,7 @@ struct Builder {
             return te::sum(X(floordiv(m, n), floormod(m, n), k->var) * W(d, g, k->var), {k});
           },
           name("xwsum"));
-    } else if (S * N >= kPackMinRows || r.packed) {
+    } else if (packed_projection(r)) {
       te::Tensor wp = r.packed ? W : pack_panels(W, kNb, 0, G, name("wpack"));
       IterVar k = te::reduce_axis(I, "k");
       int nb = static_cast<int>(kNb);
@@ -227,11 +240,10 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
   bool lbr0 = !r.lstm && !r.linear_before_reset;
   te::Tensor R = in[static_cast<size_t>(r.index[kR])];
   // R packed into panels once per call when enough steps read it (see the header).
-  int products = (S - (r.has(kInitialH) ? 0 : 1)) * static_cast<int>(r.dirs);
   te::Tensor rpack, rhpack;
   if (r.packed) {
     rpack = R;
-  } else if (products >= kPackMinSteps && !r.gpu_form) {
+  } else if (packed_steps(r)) {
     rpack = pack_panels(R, kNb, 0, lbr0 ? 2 * H : G, bl.name(lbr0 ? "rzpack" : "rpack"));
     if (lbr0) rhpack = pack_panels(R, kNb, 2 * H, H, bl.name("rhpack"));
   }
@@ -382,7 +394,36 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
   return outs;
 }
 
-void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target) {
+ConfigSpace rnn_space(const Rnn& r, const Target& target) {
+  ConfigSpace space;
+  if (r.gpu_form) return space;
+  auto add = [&](const ConfigSpace& part, const std::string& prefix) {
+    for (Knob k : part) {
+      k.name = prefix + k.name;
+      space.push_back(std::move(k));
+    }
+  };
+  int64_t G = r.gates * r.hidden;
+  if (packed_projection(r))
+    add(panel_product_space(r.dirs, r.seq * r.batch, G, r.input, kNb, target), "xw_");
+  if (packed_steps(r)) {
+    // The gru's r and z rows when h's product is apart (linear_before_reset 0): the larger one.
+    int64_t rows = !r.lstm && !r.linear_before_reset ? 2 * r.hidden : G;
+    add(panel_product_space(1, r.batch, rows, r.hidden, kNb, target), "step_");
+  }
+  return space;
+}
+
+void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target,
+                      const Config& config) {
+  // The knobs named prefix + knob, without the prefix.
+  auto knobs = [&](const std::string& prefix) {
+    Config c;
+    for (const auto& [name, value] : config)
+      if (name.rfind(prefix, 0) == 0) c[name.substr(prefix.size())] = value;
+    return c;
+  };
+  const Config xw_config = knobs("xw_"), step_config = knobs("step_");
   int64_t lanes = target.vector_lanes_f32();
   std::vector<te::Tensor> stages;
   for (const te::Stage& st : s.stages()) stages.push_back(st.tensor());
@@ -404,7 +445,7 @@ void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& targ
     if (role == "wpack" || role == "rpack" || role == "rzpack" || role == "rhpack") {
       schedule_pack_panels_x86(s, t, target, elems >= kParallelWork);
     } else if (role == "xw" || role == "gemv" || role == "gemvh") {
-      schedule_panel_product_x86(op, s, t, kNb, target, {});
+      schedule_panel_product_x86(op, s, t, kNb, target, role == "xw" ? xw_config : step_config);
     } else if (role == "c" || role == "h" || role == "rh" || role == "xwbias") {
       vectorize_last(s[t]);
     } else if (role == "state") {

@@ -31,6 +31,7 @@ struct Case {
   int64_t input_forget = 0, linear_before_reset = 0;
   int64_t gpu_form = 0;     // plain products, an lstm step's states in one stage
   bool gpu_always = false;  // every case through OpenCL too, not the first few
+  Config config;            // the CPU schedule's knobs (empty: the rule)
 };
 
 std::string describe(const Case& c) {
@@ -71,6 +72,7 @@ void check(const Case& c, uint32_t seed = 1) {
   o.hi = 0.6;
   o.seed = seed;
   o.gpu_always = c.gpu_always;
+  o.config = c.config;
   check_op(c.op, types, attrs, o);
 }
 
@@ -93,6 +95,42 @@ std::vector<Case> direction_cases(const std::string& op, int64_t lbr) {
     cases.push_back(c);
   }
   return cases;
+}
+
+// The tuning space: both products on the packed path (seq x batch rows, 8 steps with a previous
+// state), each knob at its last value with the others at the rule's (every other test runs the
+// rule's), against the reference; the gru's steps (r and z apart from h) too.
+TEST(Lstm, EveryKnobOfTheSpaceAgrees) {
+  Target target = Target::host();
+  for (const char* op : {"lstm", "gru"}) {
+    Case c;
+    c.op = op;
+    c.seq = 9;
+    c.batch = 2;
+    c.input = 20;
+    c.hidden = 24;
+    int64_t G = (c.op == "lstm" ? 4 : 3) * c.hidden;
+    std::vector<TensorType> types = {{{c.seq, c.batch, c.input}, f32},
+                                     {{1, G, c.input}, f32},
+                                     {{1, G, c.hidden}, f32},
+                                     {{1, 2 * G}, f32}};
+    Attrs attrs(c.op, {{"hidden_size", c.hidden}});
+    ConfigSpace space = lookup(c.op).space(types, attrs, target);
+    ASSERT_EQ(space.size(), 8u) << op;
+    EXPECT_EQ(space[0].name, "xw_tile_m");
+    EXPECT_EQ(space[4].name, "step_tile_m");
+    EXPECT_EQ(space[4].values[0], c.batch);  // the steps' rows: the batch
+    uint32_t seed = 60;
+    for (const Knob& k : space) {
+      c.config = {{k.name, k.values.back()}};
+      SCOPED_TRACE(k.name + "=" + std::to_string(k.values.back()));
+      check(c, seed++);
+    }
+  }
+  // Too few steps to pack R, too few rows to pack W: nothing to tune.
+  std::vector<TensorType> small = {{{2, 1, 6}, f32}, {{1, 20, 6}, f32}, {{1, 20, 5}, f32}};
+  EXPECT_TRUE(
+      lookup("lstm").space(small, Attrs("lstm", {{"hidden_size", int64_t{5}}}), target).empty());
 }
 
 TEST(Lstm, EveryDirection) {
