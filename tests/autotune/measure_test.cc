@@ -95,6 +95,20 @@ TEST(Measure, WinogradIsCheckedOnATransformedWeight) {
   EXPECT_FALSE(m.error) << *m.error;
 }
 
+TEST(Measure, AnLstmIsCheckedOnWeightsThatKeepItContracting) {
+  // With weights uniform in [-1, 1], 35 steps of 256 units drift past the check's tolerance (the
+  // recurrence is chaotic); the op's sample_inputs scale them as trained weights are.
+  Task t;
+  t.op = "lstm";
+  t.inputs = {{{35, 1, 32}, ir::DataType::Float32()},
+              {{1, 1024, 32}, ir::DataType::Float32()},
+              {{1, 1024, 256}, ir::DataType::Float32()}};
+  t.attrs = ops::Attrs(t.op, {{"hidden_size", int64_t{256}}});
+  t.target = Target::host().str();
+  Measurement m = measure_here(t, {}, quick());
+  EXPECT_FALSE(m.error) << *m.error;
+}
+
 TEST(Measure, FaultsInTheWorkerAreFailedTrials) {
   Task t = small_task();
   ops::Config other = config_at(t.space(), 1);
