@@ -562,6 +562,20 @@ Graph cut_conv_bands(const Graph& g, const Target& target) {
 // Weight packing (at most 4x for Winograd's 6x6 tiles of a 3x3 kernel) always folds.
 constexpr int64_t kMaxGrowth = 8;
 constexpr int64_t kMaxFoldBytes = 64 * 1024;
+// A loop is folded only when its trip count is given and at most this: a constant loop runs in
+// the compiler once per build, and a while loop (no trip count) may not end.
+constexpr int64_t kMaxFoldTrips = 4096;
+
+// Whether a control-flow node on these constant arguments is cheap to evaluate now.
+bool foldable_control(const Node& n, const std::vector<runtime::NDArray>& args) {
+  if (n.op != "loop") return true;  // an if runs one body once; a scan, one step per slice
+  if (!n.attrs.get_int("has_trip_count") || args.empty() || args[0].numel() != 1) return false;
+  ir::DataType t = ops::from_dlpack(args[0].dtype());
+  int64_t trips = t == ir::DataType::Int64()   ? args[0].data_as<int64_t>()[0]
+                  : t == ir::DataType::Int32() ? args[0].data_as<int32_t>()[0]
+                                               : kMaxFoldTrips + 1;
+  return trips <= kMaxFoldTrips;
+}
 
 Graph fold_constants(const Graph& g) {
   GraphRewriter rw(g);
@@ -596,7 +610,8 @@ Graph fold_constants(const Graph& g) {
       for (int64_t d : t.shape) e *= d;
       out_bytes += e;
     }
-    if (!all_const || (out_bytes > kMaxFoldBytes && out_bytes > kMaxGrowth * in_bytes)) {
+    if (!all_const || (out_bytes > kMaxFoldBytes && out_bytes > kMaxGrowth * in_bytes) ||
+        (is_control_flow(n.op) && !foldable_control(n, args))) {
       for (ValueId v : n.inputs) materialize(v);
       rw.copy_node(id);
       continue;

@@ -332,6 +332,28 @@ TEST(ControlFlow, StaticShapeLimitsAreClearErrors) {
   }
 }
 
+// A loop on constants is evaluated by the compiler when its trip count is small; a long one (or a
+// while loop) is left to run time instead of running in every build.
+TEST(ControlFlow, ConstantLoopsFoldOnlyWhenShort) {
+  for (int64_t trips : {3, 100000}) {
+    OnnxModel m;
+    m.output("y");
+    m.init_ints("M", {}, {trips});
+    m.init_floats("y0", {1}, {0});
+    m.init_floats("one", {1}, {1});
+    ::onnx::NodeProto& n = m.node("Loop", {"M", "", "y0"}, {"y"}, "count");
+    ::onnx::GraphProto* b = OnnxModel::attr_g(n, "body");
+    for (const char* in : {"i", "cond", "v"}) b->add_input()->set_name(in);
+    add_node(b, "Identity", {"cond"}, "cond_out");
+    add_node(b, "Add", {"v", "one"}, "v_out");
+    outputs(b, {"cond_out", "v_out"});
+    graph::Graph g = frontend::import_onnx_bytes(m.bytes());
+    graph::CompiledGraph cg = graph::CompiledGraph::build(g, Target::host(), {});
+    EXPECT_EQ(cg.steps().size(), trips > 4096 ? 1u : 0u) << trips;
+    EXPECT_EQ(values(cg.run({}).at(0)), std::vector<float>{static_cast<float>(trips)}) << trips;
+  }
+}
+
 // GPU programs run kernels on the device: control flow is a CPU feature for now, and says so.
 TEST(ControlFlow, GpuTargetsRefuseRunTimeControlFlow) {
   graph::Graph g = frontend::import_onnx_bytes(while_loop_model().bytes());
