@@ -292,8 +292,36 @@ runtime::NDArray pool_reference(const std::string& op, const runtime::NDArray& x
 //    column block, the window loops outside the columns: each window step loads one vector per
 //    column (contiguous: the block's channels) and updates it, with no gathers and no
 //    transposes (the NCHW schedule vectorizes along strided columns).
-void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+// Knobs (pool_nchwc_space): ow_block (the columns per block) and parallel (0/1), the rule's
+// values by default.
+struct PoolKnobs {
+  int64_t ow_block = 1, parallel = 0;
+};
+
+// The rule's knobs for an output [n, c, oh, ow, b] of a window of `window` taps.
+PoolKnobs pool_rule(const std::vector<int64_t>& shape, int64_t window, const Target& target) {
+  int64_t regs = target.vector_registers;
+  int64_t blocks = (shape[3] + regs / 4 - 1) / (regs / 4);
+  int64_t nrows = shape[0] * shape[1] * shape[2];
+  PoolKnobs k;
+  k.ow_block = (shape[3] + blocks - 1) / blocks;
+  k.parallel = nrows >= 2 && nrows * shape[3] * shape[4] * window >= kParallelWork;
+  return k;
+}
+
+// The knobs of a blocked pool's schedule with the rule's values first: ow_block every width up
+// to R/2 columns (the register budget twice over) and the output width; parallel on and off.
+ConfigSpace pool_nchwc_space(const std::vector<int64_t>& shape, int64_t window,
                              const Target& target) {
+  PoolKnobs d = pool_rule(shape, window, target);
+  Knob cols{"ow_block", {d.ow_block}};
+  for (int64_t v = 1; v <= std::min<int64_t>(shape[3], target.vector_registers / 2); ++v)
+    if (v != d.ow_block) cols.values.push_back(v);
+  return {cols, {"parallel", {d.parallel, 1 - d.parallel}}};
+}
+
+void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                             const Target& target, const Config& config) {
   te::Tensor out = outs[0], pool;
   std::vector<te::Tensor> order = te::topological_order(outs);
   for (const te::Tensor& t : order)
@@ -308,9 +336,9 @@ void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& out
   std::vector<int64_t> shape = shape_of(out);
   int64_t window = 1;
   for (const IterVar& r : pool->reduce_axis) window *= *as_const_int(r->dom.extent);
-  int64_t regs = target.vector_registers;
-  int64_t blocks = (shape[3] + regs / 4 - 1) / (regs / 4);
-  int64_t cols = (shape[3] + blocks - 1) / blocks;
+  PoolKnobs d = pool_rule(shape, window, target);
+  int64_t cols = knob(config, "ow_block", d.ow_block), par = knob(config, "parallel", d.parallel);
+  ANVIL_CHECK(cols >= 1, "pool schedule: knob ow_block must be >= 1, not ", cols);
 
   te::Stage so = s[out];
   std::vector<IterVar> ax = so.axis();
@@ -319,8 +347,7 @@ void schedule_pool_nchwc_x86(te::Schedule& s, const std::vector<te::Tensor>& out
   IterVar rows = so.fuse(so.fuse(ax[0], ax[1]), ax[2]);
   so.unroll(wi);
   so.vectorize(ax[4]);
-  int64_t nrows = shape[0] * shape[1] * shape[2];
-  if (nrows >= 2 && nrows * shape[3] * shape[4] * window >= kParallelWork) so.parallel(rows);
+  if (par) so.parallel(rows);
 
   te::Stage si = s[inner];
   si.compute_at(so, wo);
@@ -352,15 +379,20 @@ void register_pool(const std::string& name, bool is_avg) {
     return std::vector<runtime::NDArray>{pool_reference(name, in[0], attrs, is_avg)};
   };
   def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
-                            const Config&) {
+                            const Config& config) {
     if (is_blocked(name)) {
-      schedule_pool_nchwc_x86(s, outs, t);
+      schedule_pool_nchwc_x86(s, outs, t, config);
     } else {
       schedule_window_x86(s, outs[0], t);
     }
   };
-  def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
-    return ConfigSpace{};
+  // Blocked pools: the columns per block and the parallel rows (pool_nchwc_space).
+  def.space = [name, is_avg](const std::vector<TensorType>& in, const Attrs& attrs,
+                             const Target& t) {
+    if (!is_blocked(name)) return ConfigSpace{};
+    PoolAttrs a = parse_pool(name, in, attrs, is_avg);
+    return pool_nchwc_space(pooled_shape(in[0].shape, a.h.out, a.w.out), a.h.kernel * a.w.kernel,
+                            t);
   };
   register_op(std::move(def));
 }
@@ -436,9 +468,9 @@ void register_global_pool(const std::string& name, bool is_avg) {
     return std::vector<runtime::NDArray>{out};
   };
   def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
-                            const Config&) {
+                            const Config& config) {
     if (is_blocked(name)) {
-      schedule_pool_nchwc_x86(s, outs, t);
+      schedule_pool_nchwc_x86(s, outs, t, config);
     } else {
       schedule_global_x86(s, outs[0]);
     }

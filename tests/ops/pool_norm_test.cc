@@ -247,7 +247,7 @@ runtime::NDArray unblock(const runtime::NDArray& x) {
 // The blocked op checked twice: compiled against its reference (check_op), and its reference
 // against the NCHW op's reference on the same tensor unblocked (the independent oracle).
 void check_blocked_pool(const std::string& op, const std::vector<int64_t>& shape, const Attrs& a,
-                        uint32_t seed) {
+                        uint32_t seed, const Config& config = {}) {
   std::string nchw = op.substr(0, op.size() - 6);
   Attrs na(nchw, a.values());
   std::vector<int64_t> ns = {shape[0], shape[1] * shape[4], shape[2], shape[3]};
@@ -264,6 +264,7 @@ void check_blocked_pool(const std::string& op, const std::vector<int64_t>& shape
     ASSERT_EQ(got.data_as<float>()[i], want.data_as<float>()[i]) << op << " element " << i;
   CheckOptions o;
   o.inputs = {x};
+  o.config = config;
   if (op.rfind("max", 0) == 0 || op.rfind("global_max", 0) == 0) o.tol = 0;
   check_op(op, {{shape, f32}}, a, o);
 }
@@ -288,6 +289,31 @@ TEST(PoolNchwc, RandomWindowsMatchNchw) {
     SCOPED_TRACE(describe(a, shape));
     check_blocked_pool(op, shape, a, 200 + static_cast<uint32_t>(t));
   }
+}
+
+// The tuning space of a blocked pool: every point (columns per block, parallel or not) against
+// the reference, the rule's point first; global pools have none.
+TEST(PoolNchwc, EveryConfigOfTheSpaceAgrees) {
+  Target target = Target::host();
+  std::vector<int64_t> shape = {1, 2, 9, 13, 16};
+  uint32_t seed = 400;
+  for (const char* op : {"max_pool2d_nchwc", "avg_pool2d_nchwc"}) {
+    Attrs a = pool_attrs(op, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0);
+    ConfigSpace space = lookup(op).space({{shape, f32}}, a, target);
+    ASSERT_EQ(space.size(), 2u);
+    EXPECT_EQ(space[0].name, "ow_block");
+    EXPECT_EQ(space[1].name, "parallel");
+    EXPECT_EQ(space[0].values.size(), 7u);  // the 7 output columns, each a block width
+    for (int64_t cols : space[0].values)
+      for (int64_t par : space[1].values) {
+        SCOPED_TRACE(std::string(op) + " ow_block=" + std::to_string(cols) +
+                     " parallel=" + std::to_string(par));
+        check_blocked_pool(op, shape, a, seed++, {{"ow_block", cols}, {"parallel", par}});
+      }
+  }
+  EXPECT_TRUE(lookup("global_avg_pool2d_nchwc")
+                  .space({{{1, 2, 7, 7, 16}, f32}}, Attrs("global_avg_pool2d_nchwc", {}), target)
+                  .empty());
 }
 
 // ResNet-18's stem pool on 64 channels in blocks of 16 (parallel rows, 8-column blocks with a
