@@ -58,10 +58,7 @@ std::shared_ptr<runtime::Module> load_library(const std::string& bytes, const st
   try {
     auto module =
         std::make_shared<runtime::Module>(runtime::Module::load_from_memory(bytes, origin));
-    runtime::for_each_program(program, [&](runtime::GraphProgram& q) {
-      for (runtime::GraphProgram::Call& c : q.calls)
-        if (!c.is_control()) c.fn = module->get_function(c.kernel);
-    });
+    runtime::bind_kernels(program, [&](const std::string& k) { return module->get_function(k); });
     program.keep_alive = module;
     return module;
   } catch (const std::runtime_error& e) {
@@ -77,10 +74,7 @@ class LLVMBackend final : public Backend {
       : module_(codegen::LLVMModule::compile(kernels.funcs, target)) {}
 
   bool load(runtime::GraphProgram& program, std::string*) const override {
-    runtime::for_each_program(program, [&](runtime::GraphProgram& q) {
-      for (runtime::GraphProgram::Call& c : q.calls)
-        if (!c.is_control()) c.fn = module_->get_function(c.kernel);
-    });
+    runtime::bind_kernels(program, [&](const std::string& k) { return module_->get_function(k); });
     program.keep_alive = module_;
     return true;
   }

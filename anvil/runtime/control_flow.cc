@@ -12,12 +12,6 @@ namespace {
 
 constexpr uint8_t kBoolCode = 6;  // kDLBool in DLPack >= 0.8, which this one predates
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 std::string type_str(const std::vector<int64_t>& shape, DLDataType dtype) {
   return to_string(dtype) + shape_str(shape);
 }

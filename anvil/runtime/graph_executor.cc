@@ -37,12 +37,6 @@ const char* storage_name(GraphProgram::Storage s) {
   return "?";
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Bytes of a compact tensor of `shape` and `dtype`, or -1 when it overflows.
 int64_t tensor_bytes(const std::vector<int64_t>& shape, DLDataType dtype) {
   int64_t n = (dtype.bits * dtype.lanes + 7) / 8;
@@ -155,6 +149,13 @@ void GraphProgram::validate(const std::string& origin) const {
 void for_each_program(GraphProgram& p, const std::function<void(GraphProgram&)>& f) {
   f(p);
   for (GraphProgram& sub : p.subprograms) for_each_program(sub, f);
+}
+
+void bind_kernels(GraphProgram& p, const std::function<AnvilKernel(const std::string&)>& get) {
+  for_each_program(p, [&](GraphProgram& q) {
+    for (GraphProgram::Call& c : q.calls)
+      if (!c.is_control()) c.fn = get(c.kernel);
+  });
 }
 
 void for_each_program(const GraphProgram& p, const std::function<void(const GraphProgram&)>& f) {

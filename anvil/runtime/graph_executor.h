@@ -94,6 +94,10 @@ struct GraphProgram {
   }
 };
 
+// Points every kernel call of `p` and of its subprograms at `get(symbol)` (the control-flow steps
+// have no code).
+void bind_kernels(GraphProgram& p, const std::function<AnvilKernel(const std::string&)>& get);
+
 // Calls `f` on `p`, then on each of its subprograms and theirs, depth first.
 void for_each_program(GraphProgram& p, const std::function<void(GraphProgram&)>& f);
 void for_each_program(const GraphProgram& p, const std::function<void(const GraphProgram&)>& f);

@@ -30,12 +30,6 @@ std::string read_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 std::shared_ptr<const Model::State> make_state(GraphProgram program, const std::string& origin);
 
 // The highest x86-64 microarchitecture level `cpu` runs, for the advice of a refused artifact.
@@ -122,10 +116,7 @@ Model Model::load(const std::string& path) {
   try {
     module =
         std::make_shared<Module>(Module::load_from_memory(body.substr(0, t.library_bytes), path));
-    for_each_program(program, [&](GraphProgram& q) {
-      for (GraphProgram::Call& c : q.calls)
-        if (!c.is_control()) c.fn = module->get_function(c.kernel);
-    });
+    bind_kernels(program, [&](const std::string& k) { return module->get_function(k); });
   } catch (const ArtifactError&) {
     throw;
   } catch (const DeviceUnavailable&) {

@@ -135,6 +135,12 @@ DLDataType dl_int32() {
   return DLDataType{kDLInt, 32, 1};
 }
 
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 std::string to_string(DLDataType dtype) {
   std::string s;
   switch (dtype.code) {

@@ -50,6 +50,8 @@ DLDataType dl_int32();
 // As Anvil prints them everywhere: "float32", "int32x4", "bool"; "cpu", "cuda:1".
 std::string to_string(DLDataType dtype);
 std::string to_string(DLDevice device);
+// "[1, 3, 224, 224]": a shape in messages.
+std::string shape_str(const std::vector<int64_t>& shape);
 
 // device.device_type as stored. Loading the enum itself is undefined behaviour for a code this
 // DLPack (0.6) does not name, which a newer producer's tensor may carry.
