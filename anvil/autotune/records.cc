@@ -300,6 +300,24 @@ config_source(const RecordBook& book, const Target& target, std::vector<TaskLook
   };
 }
 
+graph::ConfigFn algorithm_source(const RecordBook& book, const Target& target,
+                                 std::vector<TaskLookup>* log) {
+  const std::string target_str = target.str();
+  return [&book, target_str, log](const std::string& op, const std::vector<ops::TensorType>& inputs,
+                                  const ops::Attrs& attrs) -> std::optional<ops::Config> {
+    Task task{op, inputs, attrs, target_str, "algorithm"};
+    std::optional<ops::Config> c = book.best(task);
+    if (log) log->push_back({task, c.has_value()});
+    return c;
+  };
+}
+
+void use_records(const RecordBook& book, const Target& target, graph::BuildOptions& build,
+                 std::vector<TaskLookup>* log) {
+  build.config_for = config_source(book, target, log);
+  build.algorithm_for = algorithm_source(book, target, log);
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

@@ -111,6 +111,14 @@ struct TaskLookup {
 std::function<std::optional<ops::Config>(const std::string&, const std::vector<ops::TensorType>&,
                                          const ops::Attrs&)>
 config_source(const RecordBook& book, const Target& target, std::vector<TaskLookup>* log = nullptr);
+// graph::BuildOptions::algorithm_for over `book`: a conv2d's algorithm (the task with choice
+// "algorithm") as the in-model check decided it; nullopt, the default rule, where it has not.
+// `log` as for config_source, with the algorithm tasks.
+graph::ConfigFn algorithm_source(const RecordBook& book, const Target& target,
+                                 std::vector<TaskLookup>* log = nullptr);
+// A build with tuning records: both of the above into `build`.
+void use_records(const RecordBook& book, const Target& target, graph::BuildOptions& build,
+                 std::vector<TaskLookup>* log = nullptr);
 
 // The current UTC time as "2026-11-30T12:00:00Z".
 std::string utc_now();

@@ -44,6 +44,17 @@ struct TaskState {
     return b;
   }
   double default_cost() const { return measured.count(0) ? measured.at(0) : INFINITY; }
+  // Up to `k` points for the in-model check, fastest first: those measured at least 1% faster
+  // than the default.
+  std::vector<int64_t> contenders(size_t k) const {
+    std::vector<std::pair<double, int64_t>> by_cost;
+    for (const auto& [i, c] : measured)
+      if (i > 0 && std::isfinite(c) && c < default_cost() * 0.99) by_cost.push_back({c, i});
+    std::sort(by_cost.begin(), by_cost.end());
+    std::vector<int64_t> out;
+    for (size_t j = 0; j < by_cost.size() && j < k; ++j) out.push_back(by_cost[j].second);
+    return out;
+  }
   // The scheduler's estimate of the model time a batch on this task may save.
   double priority() const {
     const double best_cost = best().second;
@@ -111,6 +122,8 @@ class TransferSet {
 
 // How many times each in-model comparison is made; a point applies only when it wins every time.
 constexpr int kInModelComparisons = 3;
+// How many of a task's fastest points (in isolation) the in-model check tries, one at a time.
+constexpr size_t kContenders = 2;
 
 }  // namespace
 
@@ -121,6 +134,7 @@ struct TuningSession::State {
   RecordFile file;
   std::vector<ModelTask> tasks;
   std::vector<TaskState> states;
+  std::vector<ModelTask> algorithm_tasks;  // the convolutions whose algorithm the model judges
   int64_t budget = 0, spent = 0, recorded = 0, trials_now = 0;
   Clock::time_point start;
   TransferSet transfer;
@@ -212,7 +226,13 @@ TuningSession::TuningSession(const graph::Graph& g, const Target& target, Tuning
                              RecordFile records)
     : s_(std::make_unique<State>(g, target, std::move(options), std::move(records))) {
   State& st = *s_;
-  st.tasks = extract_tasks(g, target, graph::BuildOptions{});
+  // The kernels as the records' algorithms make them (a convolution an earlier session moved to
+  // another algorithm is tuned as that one).
+  graph::BuildOptions build;
+  const RecordBook book(st.file.records);
+  build.algorithm_for = algorithm_source(book, target);
+  st.tasks = extract_tasks(g, target, build);
+  st.algorithm_tasks = extract_algorithm_tasks(g, target, build);
   for (const ModelTask& mt : st.tasks) {
     TaskState s;
     s.model_task = &mt;
@@ -244,6 +264,10 @@ int64_t TuningSession::budget() const {
 }
 int64_t TuningSession::recorded() const {
   return s_->recorded;
+}
+
+const std::vector<ModelTask>& TuningSession::algorithm_tasks() const {
+  return s_->algorithm_tasks;
 }
 
 std::vector<TaskStatus> TuningSession::status() const {
@@ -333,6 +357,20 @@ void TuningSession::State::check_in_model(TuningSession& session) {
   std::map<std::string, ops::Config> accepted;
   const RecordBook book(file.records);
   std::vector<const TaskState*> checked;
+  std::vector<std::pair<const Task*, ops::Config>> alternatives;  // algorithms not judged yet
+  for (const ModelTask& mt : algorithm_tasks) {
+    const std::string key = mt.task.key();
+    const ops::ConfigSpace space = mt.task.space();
+    std::optional<ops::Config> applied = book.best(mt.task);
+    if (applied && done.count({key, *applied}) && index_of(space, *applied) > 0)
+      accepted[key] = *applied;
+    bool judged = false;
+    for (int64_t i = 0; i < space_size(space); ++i)
+      judged |= done.count({key, config_at(space, i)});
+    if (!judged)
+      for (int64_t i = 1; i < space_size(space); ++i)
+        alternatives.push_back({&mt.task, config_at(space, i)});
+  }
   for (const TaskState& s : states) {
     const std::string key = s.task().key();
     std::optional<ops::Config> applied = book.best(s.task());
@@ -342,7 +380,7 @@ void TuningSession::State::check_in_model(TuningSession& session) {
     if (done.count({key, config_at(s.space, s.best().first)})) continue;
     checked.push_back(&s);
   }
-  if (checked.empty()) return;
+  if (checked.empty() && alternatives.empty()) return;
 
   TempDir temp("anvil-tune-check-", "the in-model check");
   // Builds of the model with `points` (task key -> configuration; the others by the default rule).
@@ -352,13 +390,17 @@ void TuningSession::State::check_in_model(TuningSession& session) {
   auto compile = [&](const std::map<std::string, ops::Config>& points) {
     graph::BuildOptions build;
     build.strict = o.strict;
-    build.config_for = [&points, target_str](
-                           const std::string& op, const std::vector<ops::TensorType>& inputs,
-                           const ops::Attrs& attrs) -> std::optional<ops::Config> {
-      auto it = points.find(Task{op, inputs, attrs, target_str}.key());
-      if (it == points.end()) return std::nullopt;
-      return it->second;
+    auto lookup = [&points, target_str](const std::string& choice) {
+      return [&points, target_str, choice](const std::string& op,
+                                           const std::vector<ops::TensorType>& inputs,
+                                           const ops::Attrs& attrs) -> std::optional<ops::Config> {
+        auto it = points.find(Task{op, inputs, attrs, target_str, choice}.key());
+        if (it == points.end()) return std::nullopt;
+        return it->second;
+      };
     };
+    build.config_for = lookup("");
+    build.algorithm_for = lookup("algorithm");
     const std::string file_name = temp.path() + "/build" + std::to_string(builds++) + ".so";
     graph::CompiledGraph cg = graph::CompiledGraph::build(graph, target, build);
     for (const graph::CompiledGraph::Fallback& f : cg.fallbacks())
@@ -443,7 +485,7 @@ void TuningSession::State::check_in_model(TuningSession& session) {
 
   note(session, std::string("in-model check (the model's time per run at ") +
                     (thread_counts.size() > 1 ? "1 thread and the default" : "1 thread") +
-                    ", without and with each best):");
+                    ", without and with each best, then each convolution's other algorithms):");
   // First every best together: most tasks are a small share of the model, and a gain that the
   // check cannot resolve task by task may add up to one it can. A loss here is not recorded: the
   // points are then judged one by one.
@@ -465,17 +507,47 @@ void TuningSession::State::check_in_model(TuningSession& session) {
       note(session, "    each is judged alone");
     }
   }
+  // Task by task, its best; where the model rejects it, the runner-up (the isolated ranking is
+  // not the model's: a point a little slower alone may leave the caches better for its
+  // neighbours, the issue the in-model check exists for).
   for (const TaskState* s : checked) {
+    const std::string key = s->task().key();
+    for (int64_t point : s->contenders(kContenders)) {
+      const ops::Config config = config_at(s->space, point);
+      if (done.count({key, config})) continue;
+      std::map<std::string, ops::Config> with = accepted;
+      with[key] = config;
+      std::string candidate = compile(with);
+      const bool best = point == s->best().first;
+      note(session, "  " + s->task().str() + (best ? ":" : ", its runner-up:"));
+      if (compare(base, candidate, with, {&s->task()}, /*record_loss=*/true)) {
+        note(session, best ? "    the best is applied" : "    the runner-up is applied");
+        accepted = std::move(with);
+        base = std::move(candidate);
+        break;
+      }
+      note(session, "    the default is kept");
+    }
+  }
+  // The algorithms: a convolution's other algorithms (direct, the other Winograd tiles) one by
+  // one, each against the build with everything accepted so far. The cost of a transformed
+  // weight streamed at batch 1 (ops::prefer_winograd's estimate) is what the model measures here.
+  for (const auto& [task, point] : alternatives) {
     std::map<std::string, ops::Config> with = accepted;
-    with[s->task().key()] = config_at(s->space, s->best().first);
+    with[task->key()] = point;
     std::string candidate = compile(with);
-    note(session, "  " + s->task().str() + ":");
-    if (compare(base, candidate, with, {&s->task()}, /*record_loss=*/true)) {
-      note(session, "    the best is applied");
+    const int64_t tile = point.at("winograd_tile");
+    note(session, "  " + task->str() + " as " +
+                      (tile == 0 ? std::string("a direct convolution")
+                                 : "Winograd F(" + std::to_string(tile) + "x" +
+                                       std::to_string(tile) + ", 3x3)") +
+                      ":");
+    if (compare(base, candidate, with, {task}, /*record_loss=*/true)) {
+      note(session, "    applied");
       accepted = std::move(with);
       base = std::move(candidate);
     } else {
-      note(session, "    the default is kept");
+      note(session, "    not applied");
     }
   }
   if (accepted.empty()) return;
@@ -484,6 +556,8 @@ void TuningSession::State::check_in_model(TuningSession& session) {
   judged.clear();
   for (const TaskState& s : states)
     if (accepted.count(s.task().key())) judged.push_back(&s.task());
+  for (const ModelTask& mt : algorithm_tasks)
+    if (accepted.count(mt.task.key())) judged.push_back(&mt.task);
   if (compare(compile({}), base, accepted, judged, /*record_loss=*/true))
     note(session, "    the tuned build is kept");
   else

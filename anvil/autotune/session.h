@@ -15,7 +15,9 @@
 // session killed at any moment leaves a valid file and a rerun resumes from it. The xgb search's
 // model also learns from the records of the file's other tasks (transfer). After the trials (which
 // `time_budget_min` bounds), each task's best is checked against its default inside the compiled
-// model (the in-model check), and the model's verdict is what the records apply.
+// model (the in-model check), then each convolution's other algorithms (direct, the other
+// Winograd tile: tasks with choice "algorithm", never timed alone), and the model's verdict is
+// what the records apply.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +88,8 @@ class TuningSession {
   int64_t budget() const;
   int64_t recorded() const;
   std::vector<TaskStatus> status() const;
+  // The convolutions whose algorithm the in-model check judges (extract_algorithm_tasks).
+  const std::vector<ModelTask>& algorithm_tasks() const;
 
   // Runs the trials, measures each new best once more beside its default, and checks the bests in
   // the model. Returns the trials measured now. Throws anvil::Error when the records cannot be

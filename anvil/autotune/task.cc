@@ -6,6 +6,7 @@
 
 #include "anvil/graph/flops.h"
 #include "anvil/graph/plan.h"
+#include "anvil/ops/nchwc.h"
 #include "anvil/support/error.h"
 
 namespace anvil::autotune {
@@ -25,7 +26,9 @@ nlohmann::json Task::to_json() const {
   for (const auto& [name, value] : attrs.values()) a[name] = attr_json(value);
   std::ostringstream dtype;
   dtype << (inputs.empty() ? ir::DataType::Float32() : inputs[0].dtype);
-  return {{"op", op}, {"shapes", shapes}, {"dtype", dtype.str()}, {"attrs", a}};
+  nlohmann::json j = {{"op", op}, {"shapes", shapes}, {"dtype", dtype.str()}, {"attrs", a}};
+  if (!choice.empty()) j["choice"] = choice;
+  return j;
 }
 
 Task Task::from_json(const nlohmann::json& j, const std::string& target) {
@@ -75,6 +78,11 @@ Task Task::from_json(const nlohmann::json& j, const std::string& target) {
     }
   }
   t.attrs = ops::Attrs(t.op, attrs);
+  if (j.contains("choice")) {
+    ANVIL_CHECK(j["choice"] == "algorithm", "task '", t.op,
+                "': 'choice' must be \"algorithm\" when present, not ", j["choice"].dump());
+    t.choice = "algorithm";
+  }
   return t;
 }
 
@@ -94,10 +102,13 @@ std::string Task::str() const {
       s += (d ? ", " : "") + std::to_string(inputs[i].shape[d]);
     s += "]";
   }
-  return s;
+  return choice.empty() ? s : s + " (" + choice + ")";
 }
 
 ops::ConfigSpace Task::space() const {
+  if (choice == "algorithm")
+    return op == "conv2d" ? ops::conv2d_algorithm_space(inputs, attrs, Target::parse(target))
+                          : ops::ConfigSpace{};
   return ops::space_for(ops::lookup(op), inputs, attrs, Target::parse(target));
 }
 
@@ -119,6 +130,31 @@ std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target
     mt.flops += p.flops;
     mt.kernels.push_back(p.name);
   }
+  for (ModelTask& mt : tasks) mt.share = total > 0 ? mt.flops / total : 0;
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const ModelTask& a, const ModelTask& b) { return a.flops > b.flops; });
+  return tasks;
+}
+
+std::vector<ModelTask> extract_algorithm_tasks(const graph::Graph& g, const Target& target,
+                                               const graph::BuildOptions& options) {
+  // The layout pass asks algorithm_for about exactly these convolutions: listen in on it.
+  std::vector<ModelTask> tasks;
+  std::map<std::string, size_t> index;
+  graph::BuildOptions listen = options;
+  listen.print_after.clear();
+  listen.algorithm_for = [&](const std::string& op, const std::vector<ops::TensorType>& inputs,
+                             const ops::Attrs& attrs) {
+    Task t{op, inputs, attrs, target.str(), "algorithm"};
+    auto [it, added] = index.emplace(t.key(), tasks.size());
+    if (added) tasks.push_back({t, 0, 0, 0, {}});
+    ModelTask& mt = tasks[it->second];
+    mt.count += 1;
+    const ops::OpDef& def = ops::lookup(op);
+    mt.flops += def.flops(inputs, def.infer(inputs, attrs), attrs);  // the direct convolution's
+    return options.algorithm_for ? options.algorithm_for(op, inputs, attrs) : std::nullopt;
+  };
+  const double total = graph::graph_flops(graph::CompiledGraph::optimize(g, target, listen));
   for (ModelTask& mt : tasks) mt.share = total > 0 ? mt.flops / total : 0;
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const ModelTask& a, const ModelTask& b) { return a.flops > b.flops; });

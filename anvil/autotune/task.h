@@ -20,15 +20,19 @@ struct Task {
   std::vector<ops::TensorType> inputs;
   ops::Attrs attrs;
   std::string target;  // Target::str()
+  // What is chosen: "" the kernel's schedule (OpDef::space); "algorithm" the algorithm the layout
+  // pass gives a conv2d (ops::conv2d_algorithm_space), judged only inside the model.
+  std::string choice = {};
 
-  // The record's "task" object: {"op", "shapes", "dtype" (of the first input), "attrs"}.
+  // The record's "task" object: {"op", "shapes", "dtype" (of the first input), "attrs"}, and
+  // "choice" when there is one.
   nlohmann::json to_json() const;
   // One string per task (the JSON above with sorted keys, a space, the target): equal keys,
   // equal tasks.
   std::string key() const;
-  // "conv2d_nchwc [1, 4, 56, 56, 16] x [4, 4, 3, 3, 16, 16]".
+  // "conv2d_nchwc [1, 4, 56, 56, 16] x [4, 4, 3, 3, 16, 16]" ("... (algorithm)" for a choice).
   std::string str() const;
-  // The operator's knobs for these inputs (empty: nothing to tune).
+  // The operator's knobs for these inputs (empty: nothing to tune), or the choice's.
   ops::ConfigSpace space() const;
 
   // The task a record's "task" object and target describe. Throws anvil::Error naming the field
@@ -65,6 +69,14 @@ struct ModelTask {
 // input types and attributes, named and counted as the build names them; largest share first.
 std::vector<ModelTask> extract_tasks(const graph::Graph& g, const Target& target,
                                      const graph::BuildOptions& options);
+
+// The conv2d nodes of `g` whose algorithm the layout pass chooses for `target` (a non-empty
+// ops::conv2d_algorithm_space), as tasks with choice "algorithm", each with the count and share of
+// the model's FLOPs of its nodes (counted as direct convolutions); largest share first. Empty
+// with options.alter_layout off. `options.algorithm_for`, when given, is still applied (a task's
+// count does not depend on it).
+std::vector<ModelTask> extract_algorithm_tasks(const graph::Graph& g, const Target& target,
+                                               const graph::BuildOptions& options);
 
 // The number of points of `space` (the product of its knobs' value counts; 1 when empty).
 int64_t space_size(const ops::ConfigSpace& space);

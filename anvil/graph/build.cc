@@ -350,8 +350,9 @@ Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildO
     if (target.kind == Target::Kind::kLLVM || target.kind == Target::Kind::kC)
       passes.push_back(
           {"cut_conv_bands", [&target](const Graph& x) { return cut_conv_bands(x, target); }});
-    passes.push_back(
-        {"alter_layout", [&target](const Graph& x) { return alter_layout(x, target); }});
+    passes.push_back({"alter_layout", [&target, &options](const Graph& x) {
+                        return alter_layout(x, target, options.algorithm_for);
+                      }});
     passes.push_back({"fold_constants", fold_constants});
   }
   passes.push_back({"eliminate_common_subexpressions", eliminate_common_subexpressions});

@@ -37,9 +37,11 @@ struct BuildOptions {
   std::vector<std::string> print_after;  // passes to print the graph after (run_passes)
   // The schedule configuration of a kernel, from its anchor's op, input types and attributes
   // (tuning records: anvil/autotune/records.h); nullopt, or no function: the default rule.
-  std::function<std::optional<ops::Config>(
-      const std::string& op, const std::vector<ops::TensorType>& inputs, const ops::Attrs& attrs)>
-      config_for;
+  ConfigFn config_for;
+  // The algorithm of a conv2d (direct or Winograd: ops::conv2d_algorithm_space), from the NCHW
+  // node's op, input types and attributes, as alter_layout asks for it; nullopt, or no function:
+  // the default rule (ops::prefer_winograd).
+  ConfigFn algorithm_for;
   // A kernel whose schedule fails takes a fallback (the default loop nests; on a GPU, the default
   // GPU schedule in place of the op's own), recorded in CompiledGraph::fallbacks(). Strict: a
   // fallback is an anvil::Error naming the kernel, its op and nodes, and the schedule's error.

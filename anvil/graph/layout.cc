@@ -7,7 +7,8 @@
 // created on demand and cached, so a value is converted at most once in each direction, and a
 // chain conv -> relu -> conv never leaves the blocked layout (no NCHW16c -> NCHW -> NCHW16c pairs
 // appear: the blocked form is reused).
-//   * conv2d (group 1) -> conv2d_nchwc, or conv2d_winograd_nchwc when ops::prefer_winograd;
+//   * conv2d (group 1) -> conv2d_nchwc, or conv2d_winograd_nchwc when ops::prefer_winograd (or
+//     the algorithm the build's algorithm_for gives, ops::conv2d_algorithm_space);
 //     grouped conv2d whose groups fill whole blocks of at least 4 -> conv2d_nchwc with its group,
 //     groups narrower than a vector merged into vector-wide block-diagonal ones;
 //     depthwise conv2d (group = C = O) -> depthwise_conv2d_nchwc; conv2d_transpose (group 1)
@@ -84,9 +85,10 @@ std::string layout_name(int64_t block) {
 
 class LayoutRewriter {
  public:
-  LayoutRewriter(const Graph& g, const Target& target)
+  LayoutRewriter(const Graph& g, const Target& target, const ConfigFn& algorithm_for)
       : g_(g),
         target_(target),
+        algorithm_for_(algorithm_for),
         rw_(g),
         nchw_(g.num_values(), -1),
         blocked_(g.num_values()),
@@ -252,11 +254,9 @@ class LayoutRewriter {
                                    {"pads", pads},
                                    {"dilations", dil},
                                    {"output_padding", win.output_padding}});
-    } else if (!grouped && ops::prefer_winograd(C, O, y.type.shape[2], y.type.shape[3], KH, KW,
-                                                strides[0], strides[1], dil[0], dil[1], target_)) {
+    } else if (int64_t tile = grouped ? 0 : winograd_tile_of(n); tile > 0) {
       op = "conv2d_winograd_nchwc";
       pack = "conv2d_winograd_nchwc_pack_weight";
-      int64_t tile = ops::winograd_tile(C, O, y.type.shape[2], y.type.shape[3], target_);
       pack_attrs = ops::Attrs(pack, {{"in_block", ib}, {"out_block", ob}, {"tile", tile}});
       conv_attrs = ops::Attrs(op, {{"pads", pads}, {"tile", tile}});
     } else {
@@ -676,8 +676,31 @@ class LayoutRewriter {
            n.attrs.get_ints("perm", {}) == std::vector<int64_t>{0, 3, 1, 2};
   }
 
+  // The Winograd output tile of ungrouped conv2d `n`, 0 for the direct convolution: the default
+  // rule's, or algorithm_for_'s point of the op's algorithm space.
+  int64_t winograd_tile_of(const Node& n) const {
+    std::vector<ops::TensorType> inputs;
+    for (ValueId v : n.inputs) inputs.push_back(g_.value(v).type);
+    const ops::ConfigSpace space = ops::conv2d_algorithm_space(inputs, n.attrs, target_);
+    if (space.empty()) return 0;
+    const std::vector<int64_t>& tiles = space[0].values;
+    std::optional<ops::Config> c;
+    if (algorithm_for_) c = algorithm_for_(n.op, inputs, n.attrs);
+    if (!c) return tiles[0];
+    auto it = c->find(space[0].name);
+    const int64_t tile = it == c->end() ? tiles[0] : it->second;
+    std::string values;
+    for (int64_t t : tiles) values += (values.empty() ? "" : ", ") + std::to_string(t);
+    ANVIL_CHECK(c->size() == (it == c->end() ? 0u : 1u) &&
+                    std::find(tiles.begin(), tiles.end(), tile) != tiles.end(),
+                "alter_layout: conv2d '", n.name, "': the algorithm given for it is not a point",
+                " of its space (one knob, winograd_tile, in {", values, "})");
+    return tile;
+  }
+
   const Graph& g_;
   const Target& target_;
+  const ConfigFn& algorithm_for_;
   GraphRewriter rw_;
   std::vector<ValueId> nchw_;
   std::vector<Blocked> blocked_;
@@ -746,9 +769,9 @@ Graph alter_for_gpu(const Graph& g) {
 
 }  // namespace
 
-Graph alter_layout(const Graph& g, const Target& target) {
+Graph alter_layout(const Graph& g, const Target& target, const ConfigFn& algorithm_for) {
   if (target.is_gpu()) return alter_for_gpu(g);
-  return LayoutRewriter(g, target).run();
+  return LayoutRewriter(g, target, algorithm_for).run();
 }
 
 }  // namespace anvil::graph

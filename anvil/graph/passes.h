@@ -3,13 +3,20 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "anvil/graph/graph.h"
+#include "anvil/ops/op.h"
 #include "anvil/target/target.h"
 
 namespace anvil::graph {
+
+// A configuration chosen per operator instance (its op, input types and attributes), as tuning
+// records supply them (anvil/autotune/records.h); nullopt: the default rule.
+using ConfigFn = std::function<std::optional<ops::Config>(
+    const std::string& op, const std::vector<ops::TensorType>& inputs, const ops::Attrs& attrs)>;
 
 // Inference simplification: batch_norm (and scalar mul/add scales) folded into the preceding
 // conv2d / dense weights and bias; dropout and identity removed; convolution taps that read only
@@ -30,8 +37,10 @@ Graph eliminate_common_subexpressions(const Graph& g);
 // layout_transform nodes only at the boundaries and weights packed by constant folding. For a
 // GPU target the layout stays NCHW and only 3x3 convolutions move to Winograd (conv2d_winograd,
 // ops::prefer_winograd_gpu), their weights transformed by constant folding, and lstm and gru
-// take their GPU form (gpu_form).
-Graph alter_layout(const Graph& g, const Target& target);
+// take their GPU form (gpu_form). On a CPU, `algorithm_for` (when given) may override the default
+// rule's algorithm of a conv2d with a point of ops::conv2d_algorithm_space (direct or a Winograd
+// tile); asked only for the convolutions where that space is not empty.
+Graph alter_layout(const Graph& g, const Target& target, const ConfigFn& algorithm_for = {});
 
 // Fusion (the TVM paper's rules): every node in exactly one group, groups in topological order.
 struct FusedGroup {

@@ -29,7 +29,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "anvil/ops/op.h"
 #include "anvil/target/target.h"
 
 namespace anvil::ops {
@@ -50,5 +52,13 @@ inline int64_t nchwc_channels(int64_t channels, int64_t block) {
 bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, int64_t width,
                      int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                      int64_t dilation_h, int64_t dilation_w, const Target& target);
+
+// The algorithms a conv2d (its NCHW inputs and attributes) may run as on `target`, as the one knob
+// "winograd_tile": 0 computes it directly, 2 and 4 by Winograd F(2x2, 3x3) and F(4x4, 3x3); the
+// default rule's choice (prefer_winograd, winograd_tile) first. The layout pass takes another
+// point when graph::BuildOptions::algorithm_for gives one (the tuner's in-model verdict). Empty
+// where Winograd does not apply (not a float32, ungrouped, 3x3, stride-1, undilated conv2d).
+ConfigSpace conv2d_algorithm_space(const std::vector<TensorType>& inputs, const Attrs& attrs,
+                                   const Target& target);
 
 }  // namespace anvil::ops

@@ -859,4 +859,26 @@ bool prefer_winograd(int64_t channels_in, int64_t channels_out, int64_t height, 
   return saved / extra_bytes >= target.flops_per_cycle() / target.memory_bytes_per_cycle();
 }
 
+ConfigSpace conv2d_algorithm_space(const std::vector<TensorType>& inputs, const Attrs& attrs,
+                                   const Target& target) {
+  if (inputs.size() < 2 || inputs[0].shape.size() != 4 || inputs[1].shape.size() != 4 ||
+      inputs[0].dtype != DataType::Float32() || inputs[1].dtype != DataType::Float32())
+    return {};
+  const Window w = parse_window(attrs, 2, kWindowGroup);
+  const std::vector<int64_t>&x = inputs[0].shape, &k = inputs[1].shape;
+  if (w.group != 1 || k[1] != x[1]) return {};
+  const int64_t oh = x[2] + w.pad_lo[0] + w.pad_hi[0] - 2,
+                ow = x[3] + w.pad_lo[1] + w.pad_hi[1] - 2;
+  if (k[2] != 3 || k[3] != 3 || oh < 1 || ow < 1 || w.strides != std::vector<int64_t>{1, 1} ||
+      w.dilations != std::vector<int64_t>{1, 1} || x[1] < 3)
+    return {};
+  const int64_t first = prefer_winograd(x[1], k[0], oh, ow, 3, 3, 1, 1, 1, 1, target)
+                            ? winograd_tile(x[1], k[0], oh, ow, target)
+                            : 0;
+  std::vector<int64_t> tiles = {first};
+  for (int64_t t : {0, 2, 4})
+    if (t != first) tiles.push_back(t);
+  return {{"winograd_tile", tiles}};
+}
+
 }  // namespace anvil::ops

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "anvil/support/temp_dir.h"
 #include "graph/passes_testing.h"
@@ -91,6 +92,23 @@ TEST(TuningSession, TunesThroughItsCallbacksAndResumes) {
     ASSERT_FALSE(notes.empty());
     EXPECT_EQ(notes.front().rfind("in-model check", 0), 0u) << notes.front();
   }
+
+  // The 3x3 convolution's other algorithms (direct, the other Winograd tile) were each judged in
+  // the model, and the records give the build its verdict, a point of its space.
+  ASSERT_EQ(session.algorithm_tasks().size(), 1u);
+  const Task& conv = session.algorithm_tasks()[0].task;
+  EXPECT_EQ(conv.choice, "algorithm");
+  EXPECT_EQ(conv.inputs[1].shape, (std::vector<int64_t>{32, 16, 3, 3}));
+  std::set<int64_t> judged_tiles;
+  for (const Record& r : file.records)
+    if (r.in_model && task_key(r.task, r.target) == conv.key())
+      judged_tiles.insert(r.config.at("winograd_tile"));
+  const std::vector<int64_t> tiles = conv.space().at(0).values;
+  EXPECT_EQ(judged_tiles, std::set<int64_t>(tiles.begin() + 1, tiles.end()));
+  const RecordBook book(file.records);
+  const std::optional<ops::Config> verdict = book.best(conv);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_GE(index_of(conv.space(), *verdict), 0);
 
   // A second session over the same records resumes: nothing left to measure.
   TuningSession again(g, Target::host(), o, read_records(o.records));

@@ -4,6 +4,8 @@
 
 #include "anvil/graph/passes.h"
 #include "anvil/ops/nchwc.h"
+#include "anvil/ops/winograd.h"
+#include "anvil/support/error.h"
 #include "graph/passes_testing.h"
 
 namespace anvil::graph {
@@ -83,6 +85,67 @@ TEST(AlterLayout, ConvChainRunsBlockedBetweenBoundaries) {
                              "conv2d_winograd_nchwc_pack_weight"})
       EXPECT_EQ(count_op(f, pack), 0) << pack << "\n" << f.str();
     expect_same_outputs(g, f);
+  }
+}
+
+// The algorithm space of a conv2d: the default rule's choice first, then the others; empty where
+// only the direct convolution applies.
+TEST(AlterLayout, AConvolutionsAlgorithmsAreItsDefaultThenTheOthers) {
+  const Target t = target_with_bits(512);
+  auto space = [&](std::vector<int64_t> x, std::vector<int64_t> w, Attrs attrs) {
+    return ops::conv2d_algorithm_space({{x, f32}, {w, f32}}, attrs, t);
+  };
+  const ops::ConfigSpace s = space({1, 16, 10, 10}, {16, 16, 3, 3}, conv({1, 1, 1, 1}));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].name, "winograd_tile");
+  std::vector<int64_t> sorted = s[0].values;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int64_t>{0, 2, 4}));
+  const int64_t rule = ops::prefer_winograd(16, 16, 10, 10, 3, 3, 1, 1, 1, 1, t)
+                           ? ops::winograd_tile(16, 16, 10, 10, t)
+                           : 0;
+  EXPECT_EQ(s[0].values[0], rule);
+  EXPECT_TRUE(space({1, 16, 10, 10}, {16, 16, 3, 3}, conv({1, 1, 1, 1}, {2, 2})).empty());
+  EXPECT_TRUE(space({1, 16, 10, 10}, {16, 8, 3, 3}, conv({1, 1, 1, 1}, {1, 1}, 2)).empty());
+  EXPECT_TRUE(space({1, 16, 10, 10}, {16, 16, 1, 1}, conv({0, 0, 0, 0})).empty());
+}
+
+// BuildOptions::algorithm_for (tuning records) overrides the rule per convolution: direct, F(2x2)
+// or F(4x4), each computing the same outputs; a point outside the space is an error naming the
+// node.
+TEST(AlterLayout, TheAlgorithmGivenForAConvolutionReplacesTheRule) {
+  const Target t = target_with_bits(512);
+  const Graph g = conv_chain();
+  for (int64_t tile : {0, 2, 4}) {
+    SCOPED_TRACE(tile);
+    std::vector<std::string> asked;
+    ConfigFn algorithm_for = [&](const std::string& op, const std::vector<ops::TensorType>&,
+                                 const ops::Attrs&) -> std::optional<ops::Config> {
+      asked.push_back(op);
+      return ops::Config{{"winograd_tile", tile}};
+    };
+    Graph a = alter_layout(g, t, algorithm_for);
+    // Asked about the two 3x3 stride-1 convolutions only (not the depthwise or the 1x1).
+    EXPECT_EQ(asked, (std::vector<std::string>{"conv2d", "conv2d"}));
+    EXPECT_EQ(count_op(a, "conv2d_winograd_nchwc"), tile == 0 ? 0 : 2) << a.str();
+    EXPECT_EQ(count_op(a, "conv2d_nchwc"), tile == 0 ? 3 : 1) << a.str();
+    for (const Node& n : a.nodes()) {
+      if (n.op == "conv2d_winograd_nchwc") {
+        EXPECT_EQ(n.attrs.get_int("tile", 0), tile);
+      }
+    }
+    expect_same_outputs(g, fold_constants(a));
+  }
+  ConfigFn bad = [](const std::string&, const std::vector<ops::TensorType>&,
+                    const ops::Attrs&) -> std::optional<ops::Config> {
+    return ops::Config{{"winograd_tile", 3}};
+  };
+  try {
+    alter_layout(g, t, bad);
+    FAIL() << "a Winograd tile of 3 was accepted";
+  } catch (const anvil::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d 'stem'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("winograd_tile"), std::string::npos) << e.what();
   }
 }
 

@@ -671,6 +671,22 @@ TEST_F(CliDqn, ExportedZooModelsCompileAndMatch) {
   expect_close(runtime::load_npy(path("onnx_out/q_values.npy")), *reference_, "dqn via ONNX");
 }
 
+// --no-winograd computes every convolution directly (the ablation): no Winograd kernel in the
+// artifact, the same outputs.
+TEST_F(CliDqn, CompilesWithoutWinogradOnRequest) {
+  Result c = anvil("compile zoo:dqn --no-winograd -o direct.so");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("(no Winograd)"), std::string::npos) << c.out;
+  Result i = anvil("inspect direct.so");
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find("conv2d_nchwc"), std::string::npos) << i.out;
+  EXPECT_EQ(i.out.find("winograd"), std::string::npos) << i.out;
+  fs::create_directories(path("direct_out"));
+  Result r = anvil("run direct.so --input state=state.npy --output-dir direct_out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_close(runtime::load_npy(path("direct_out/q_values.npy")), *reference_, "dqn direct");
+}
+
 // `anvil env`: what the target knows of the machine, the host's measured, a named CPU's from the
 // table; a bad target is a usage error.
 TEST_F(Cli, EnvDescribesTheMachine) {

@@ -176,9 +176,14 @@ TEST_F(Cli, TuneCompletesWithCrashingHangingAndWrongCandidates) {
   // Every task's best point is one that was measured, or the default (which stays when the
   // in-model check finds no win, measured or not).
   autotune::RecordBook book(f.records);
-  std::set<std::string> tasks;
+  std::set<std::string> tasks, algorithm_tasks;
   for (const autotune::Record& rec : f.records) {
     autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
+    if (!t.choice.empty()) {  // a convolution's algorithm: only ever judged in the model
+      EXPECT_TRUE(rec.in_model) << t.str();
+      algorithm_tasks.insert(t.key());
+      continue;
+    }
     if (!tasks.insert(t.key()).second) continue;
     std::optional<ops::Config> best = book.best(t);
     if (!best) continue;
@@ -188,8 +193,10 @@ TEST_F(Cli, TuneCompletesWithCrashingHangingAndWrongCandidates) {
     EXPECT_TRUE(measured) << t.str();
   }
   EXPECT_EQ(tasks.size(), 5u);
+  EXPECT_EQ(algorithm_tasks.size(), 1u);  // DQN's one 3x3 stride-1 convolution
   Result c = anvil("compile zoo:dqn --tuning-records faults.json -o faults.so");
   EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("the algorithm of 1 of 1 convolutions"), std::string::npos) << c.out;
 
   // A worker that cannot start is an error naming it, not a run of failed trials.
   Result bad =
@@ -223,6 +230,7 @@ TEST_F(Cli, TuneSchedulerSpendsTheBudget) {
   std::map<std::string, std::set<int64_t>> points;
   std::map<std::string, int64_t> first;
   for (const autotune::Record& rec : autotune::read_records(path("sched.json")).records) {
+    if (rec.in_model) continue;  // the in-model check's, after the budget
     autotune::Task t = autotune::Task::from_json(rec.task, rec.target);
     const int64_t i = autotune::index_of(t.space(), rec.config);
     points[t.key()].insert(i);

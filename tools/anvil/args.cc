@@ -69,9 +69,15 @@ std::string output_file(const std::string& dir, const std::string& name) {
 
 std::string tuning_summary(size_t records, size_t tasks, int torn,
                            const std::vector<autotune::TaskLookup>& lookups) {
-  size_t tuned = 0;
+  size_t tuned = 0, kernels = 0, convolutions = 0, chosen = 0;
   std::vector<std::pair<std::string, int>> untuned;  // task, kernels
   for (const autotune::TaskLookup& l : lookups) {
+    if (!l.task.choice.empty()) {  // a convolution's algorithm, not a kernel's schedule
+      ++convolutions;
+      chosen += l.found;
+      continue;
+    }
+    ++kernels;
     if (l.found) {
       ++tuned;
       continue;
@@ -87,9 +93,12 @@ std::string tuning_summary(size_t records, size_t tasks, int torn,
   std::string s = "tuning records: " + std::to_string(records) + " read (" + std::to_string(tasks) +
                   (tasks == 1 ? " task" : " tasks") +
                   (torn ? ", " + std::to_string(torn) + " cut-off last line skipped" : "") + "); " +
-                  std::to_string(tuned) + " of " + std::to_string(lookups.size()) +
+                  std::to_string(tuned) + " of " + std::to_string(kernels) +
                   " tunable kernels tuned" +
                   (untuned.empty() ? "" : ", the others use the default rule") + "\n";
+  if (chosen > 0)
+    s += "  the algorithm of " + std::to_string(chosen) + " of " + std::to_string(convolutions) +
+         " convolutions (direct or Winograd) is the in-model check's\n";
   for (const auto& [task, kernels] : untuned)
     s += "  untuned: " + task + " (" + std::to_string(kernels) +
          (kernels == 1 ? " kernel" : " kernels") + ")\n";

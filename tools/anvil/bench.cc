@@ -236,7 +236,7 @@ Compiled compile_model(const graph::Graph& g, const BenchModel& m, const Target&
   graph::BuildOptions build;
   build.fuse = fuse;
   build.alter_layout = layout;
-  if (book) build.config_for = autotune::config_source(*book, target, lookups);
+  if (book) autotune::use_records(*book, target, build, lookups);
   const std::string variant =
       std::string(fuse ? "" : "-nofuse") + (layout ? "" : "-nolayout") + (book ? "-tuned" : "");
   const std::string file = (work / (m.name + variant + ".so")).string();

@@ -42,7 +42,7 @@ std::string compile_onnx(const std::string& onnx, const std::string& records, bo
   std::optional<autotune::RecordBook> book;
   if (!records.empty()) {
     book.emplace(read_tuning_records(records, any_cpu).records);
-    build.config_for = autotune::config_source(*book, target);
+    autotune::use_records(*book, target, build);
   }
   const std::string file = dir + "/model.so";
   graph::CompiledGraph::build(g, target, build).save(file);

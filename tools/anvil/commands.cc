@@ -254,7 +254,12 @@ void compile_command(const CompileOptions& o) {
   build.alter_layout = !o.no_layout;
   build.print_after = o.print_after;
   std::vector<autotune::TaskLookup> lookups;
-  if (!o.tuning_records.empty()) build.config_for = autotune::config_source(book, target, &lookups);
+  if (!o.tuning_records.empty()) autotune::use_records(book, target, build, &lookups);
+  if (o.no_winograd)
+    build.algorithm_for = [](const std::string&, const std::vector<ops::TensorType>&,
+                             const ops::Attrs&) {
+      return ops::Config{{"winograd_tile", 0}};
+    };
   const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
   graph::CompiledGraph cg =
       with_exit_code(kCompile, what, [&] { return build_graph(g, target, build, o.strict); });
@@ -274,7 +279,8 @@ void compile_command(const CompileOptions& o) {
                     : " and " + std::to_string(cg.steps().size()) +
                           " control-flow steps (their bodies: anvil inspect " + o.output + ")")
             << (o.no_fuse ? " (fusion off)" : "") << (o.no_layout ? " (layout alteration off)" : "")
-            << "; intermediate memory " << bytes_string(plan.planned_bytes) << " planned, "
+            << (o.no_winograd ? " (no Winograd)" : "") << "; intermediate memory "
+            << bytes_string(plan.planned_bytes) << " planned, "
             << bytes_string(plan.unplanned_bytes) << " unplanned\n";
   std::error_code ec;
   std::cout << "wrote " << o.output << " ("

@@ -19,6 +19,7 @@ struct CompileOptions {
   std::vector<std::string> input_shapes;  // NAME=DIMS
   bool no_fuse = false;
   bool no_layout = false;
+  bool no_winograd = false;  // every convolution direct (CPU targets)
   bool separate_params = false;
   bool verbose = false;
   bool strict = false;                    // a kernel that loses its schedule is an error

@@ -109,6 +109,9 @@ int main(int argc, char** argv) {
   c->add_flag("--no-layout", compile.no_layout,
               "No layout alteration: NCHW convolutions, no packed weights (CPU); no Winograd, no "
               "GPU form of recurrent ops (GPU)");
+  c->add_flag("--no-winograd", compile.no_winograd,
+              "Every convolution direct on a CPU target (the Winograd ablation; overrides "
+              "the algorithms in --tuning-records)");
   c->add_flag("--separate-params", compile.separate_params,
               "Write the parameters beside model.so as a .safetensors file");
   c->add_option("--print-after", compile.print_after,
