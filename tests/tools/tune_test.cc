@@ -99,7 +99,11 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
               all_wins ? p[1] : 0)
         << key;
   }
-  EXPECT_EQ(r.out.find("in-model check") != std::string::npos, any_checked) << r.out;
+  // The in-model check also judges the other algorithms of each 3x3 stride-1 convolution (DQN has
+  // one where Winograd applies), on the first run whatever the schedules did.
+  const bool algorithms =
+      !autotune::extract_algorithm_tasks(models::build_model("dqn"), Target::host(), {}).empty();
+  EXPECT_EQ(r.out.find("in-model check") != std::string::npos, any_checked || algorithms) << r.out;
   const size_t total = f.records.size();
 
   // Resumed: nothing left to measure or check, nothing appended.
