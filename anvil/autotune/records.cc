@@ -286,9 +286,8 @@ double RecordBook::best_cost(const Task& task) const {
   return v.record ? v.record->cost() : std::numeric_limits<double>::infinity();
 }
 
-std::function<std::optional<ops::Config>(const std::string&, const std::vector<ops::TensorType>&,
-                                         const ops::Attrs&)>
-config_source(const RecordBook& book, const Target& target, std::vector<TaskLookup>* log) {
+graph::ConfigFn config_source(const RecordBook& book, const Target& target,
+                              std::vector<TaskLookup>* log) {
   const std::string target_str = target.str();
   return [&book, target_str, log](const std::string& op, const std::vector<ops::TensorType>& inputs,
                                   const ops::Attrs& attrs) -> std::optional<ops::Config> {

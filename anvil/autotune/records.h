@@ -108,9 +108,8 @@ struct TaskLookup {
   Task task;
   bool found = false;
 };
-std::function<std::optional<ops::Config>(const std::string&, const std::vector<ops::TensorType>&,
-                                         const ops::Attrs&)>
-config_source(const RecordBook& book, const Target& target, std::vector<TaskLookup>* log = nullptr);
+graph::ConfigFn config_source(const RecordBook& book, const Target& target,
+                              std::vector<TaskLookup>* log = nullptr);
 // graph::BuildOptions::algorithm_for over `book`: a conv2d's algorithm (the task with choice
 // "algorithm") as the in-model check decided it; nullopt, the default rule, where it has not.
 // `log` as for config_source, with the algorithm tasks.

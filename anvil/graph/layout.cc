@@ -687,14 +687,14 @@ class LayoutRewriter {
     std::optional<ops::Config> c;
     if (algorithm_for_) c = algorithm_for_(n.op, inputs, n.attrs);
     if (!c) return tiles[0];
-    auto it = c->find(space[0].name);
-    const int64_t tile = it == c->end() ? tiles[0] : it->second;
-    std::string values;
-    for (int64_t t : tiles) values += (values.empty() ? "" : ", ") + std::to_string(t);
-    ANVIL_CHECK(c->size() == (it == c->end() ? 0u : 1u) &&
-                    std::find(tiles.begin(), tiles.end(), tile) != tiles.end(),
-                "alter_layout: conv2d '", n.name, "': the algorithm given for it is not a point",
-                " of its space (one knob, winograd_tile, in {", values, "})");
+    const std::string& knob = space[0].name;
+    const int64_t tile = c->count(knob) ? c->at(knob) : tiles[0];
+    if (c->size() > c->count(knob) || std::find(tiles.begin(), tiles.end(), tile) == tiles.end()) {
+      std::string values;
+      for (int64_t t : tiles) values += (values.empty() ? "" : ", ") + std::to_string(t);
+      ANVIL_FAIL("alter_layout: conv2d '", n.name, "': the algorithm given for it is not a point",
+                 " of its space (one knob, ", knob, ", in {", values, "})");
+    }
     return tile;
   }
 
