@@ -44,12 +44,12 @@ struct TaskState {
     return b;
   }
   double default_cost() const { return measured.count(0) ? measured.at(0) : INFINITY; }
-  // Up to `k` points for the in-model check, fastest first: those measured at least 1% faster
-  // than the default.
+  // Up to `k` points for the in-model check, fastest first: those measured faster than the
+  // default (as the best always was).
   std::vector<int64_t> contenders(size_t k) const {
     std::vector<std::pair<double, int64_t>> by_cost;
     for (const auto& [i, c] : measured)
-      if (i > 0 && std::isfinite(c) && c < default_cost() * 0.99) by_cost.push_back({c, i});
+      if (i > 0 && std::isfinite(c) && c < default_cost()) by_cost.push_back({c, i});
     std::sort(by_cost.begin(), by_cost.end());
     std::vector<int64_t> out;
     for (size_t j = 0; j < by_cost.size() && j < k; ++j) out.push_back(by_cost[j].second);
