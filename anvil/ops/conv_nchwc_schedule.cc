@@ -41,17 +41,24 @@
 //   of L2 and the weight exceeds a quarter of it, the output rows go in groups whose input rows
 //   fill a quarter of L2, the channel tiles inside.
 //
-//   ic_outer: 1 when the weight is larger than half of L2 (at batch 1 it is streamed from L3 or
-//   memory once per inference), a channel tile's whole output (oc_tile x OH x OW x ob floats) fits
-//   in L1, and there are at least two channel tiles per core. The loops become
-//       n, oc tiles (parallel) | ic | oh, ow blocks | kh, kw, ib | oc_tile, ow_block, ob
+//   ic_outer: 1 when a channel tile's whole output (oc_tile x OH x OW x ob floats) fits in L1 and
+//   there are at least two channel tiles per core. The loops become
+//       n, oc tiles (parallel) | ic chunks | oh, ow blocks | ic, kh, kw, ib | oc_tile, ow_block, ob
 //   with the tile's accumulators in a buffer (LLVM keeps each register tile in registers across
-//   kh, kw and ib). Row by row, a channel tile reads its whole weight slice in its first row,
-//   faster than memory delivers it, then from L2 for the other rows; with ic outside the rows each
-//   ib-channel slice serves every row before the next one is read: a steady stream the prefetchers
-//   overlap with the arithmetic. ResNet-18's layer 4 on a Zen 5 host (7x7, 512 -> 512, 9 MiB of
-//   weight): 1.9-2.1 ms per layer row by row in the model, 1.57-1.6 ms with ic outside (1.17 ms
-//   alone with its weight in cache); the stride-2 256 -> 512: 1.05-1.2 -> 0.78-0.82 ms.
+//   the chunk's ic, kh, kw and ib). At batch 1 every weight is streamed once per inference, so
+//   that is the case to fit, not a kernel timed alone with its weight hot. ResNet-18's layer 4 on
+//   a Zen 5 host (7x7, 512 -> 512, 9 MiB of weight): 1.9-2.1 ms per layer row by row (rows in the
+//   parallel loop) in the model, 1.57-1.6 ms with one channel block per pass (1.17 ms alone with
+//   its weight in cache); the stride-2 256 -> 512: 1.05-1.2 -> 0.78-0.82 ms. On a Zen 4 host
+//   (1 MiB L2), in the model: MobileNet's 1x1 256 -> 512 at 14x14 (512 KiB of weight) 0.70-0.83
+//   ms row by row, bimodal up to 1.07, and 0.49-0.52 ms with ic outside; its 512 -> 512 layers
+//   1.06-1.08 ms with one block per pass, 0.96 with all 32.
+//   ic_chunk: the most input channel blocks (a divisor of them) whose weight slice (oc_tile x ob
+//   x ib x KH x KW floats per block) takes at most half of L2, so a pass's slice stays in L2 for
+//   all the rows while the input rows stream past it. On the Zen 4 host, in the model, more
+//   blocks per pass were faster up to all of them (ResNet's stride-2 256 -> 512: 1.21 ms with 1,
+//   1.16 with 4, 1.09-1.11 with 16; MobileNet's 1024 -> 1024 at 7x7: 1.14, 1.09, 1.02, 0.99 with
+//   1, 8, 16 and 32 of its 64).
 //
 //   inline_pad: 0. The padded source is a stage at the root, its rows in parallel (inlined
 //   selects measured 20-40% slower: one compare per broadcast).
@@ -80,6 +87,7 @@ struct Knobs {
   int64_t inline_pad = 0;  // 1: the padding is a select inside the convolution, not a stage
   int64_t ic_outer = 0;    // 1: input channels outside the rows (a channel tile's whole output
                            // accumulates in a buffer; each weight slice is used by every row)
+  int64_t ic_chunk = 1;    // with ic_outer: input channel blocks per pass over the rows
 };
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -119,13 +127,17 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   const int64_t oc_tiles = ceil_div(c.OB, k.oc_tile);
   if (oc_tiles >= 4 && weight_bytes > l2 / 4 && row_bytes * c.OH > l2 * 3 / 8)
     k.oh_group = balanced_block(c.OH, std::max<int64_t>(1, l2 / 4 / row_bytes));
-  // A weight streamed from outside L2: input channels outside the rows (see ic_outer above).
+  // At batch 1 every weight is streamed once per inference: channel tiles with their rows inside
+  // and each tile's output in a buffer (see ic_outer above), wherever that buffer fits in L1.
   const int64_t tile_bytes = k.oc_tile * c.ob * c.OH * c.OW * 4;
-  if (weight_bytes > l2 / 2 && tile_bytes <= target.l1d_bytes &&
-      oc_tiles >= 2 * std::max(1, target.cores)) {
+  if (tile_bytes <= target.l1d_bytes && oc_tiles >= 2 * std::max(1, target.cores)) {
     k.ic_outer = 1;
     k.oh_group = 0;
   }
+  // The most input channel blocks (a divisor of them) whose weight slice fits in half of L2.
+  const int64_t block_bytes = k.oc_tile * c.ob * c.ib * c.KH * c.KW * 4;
+  k.ic_chunk = std::clamp<int64_t>(l2 / 2 / std::max<int64_t>(1, block_bytes), 1, c.ic_blocks);
+  while (c.ic_blocks % k.ic_chunk != 0) --k.ic_chunk;
   return k;
 }
 
@@ -140,6 +152,7 @@ Knobs knobs_from(const ConvShape& c, const Target& target, const Config& config)
   if (k.oh_group >= c.OH) k.oh_group = 0;
   k.ic_outer = c.depthwise ? 0 : knob(config, "ic_outer", k.ic_outer) != 0;
   if (k.ic_outer) k.oh_group = 0;
+  k.ic_chunk = std::clamp<int64_t>(knob(config, "ic_chunk", k.ic_chunk), 1, c.ic_blocks);
   return k;
 }
 
@@ -168,6 +181,11 @@ ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
     space.push_back({"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)});
     space.push_back({"oh_group", with_default(d.oh_group, {0, 1, 2, 4, 7, 8, 14}, c.OH - 1)});
     space.push_back({"ic_outer", with_default(d.ic_outer, {0, 1}, 1)});
+    std::vector<int64_t> chunks;  // divisors of the input channel blocks
+    for (int64_t b = 1; b <= c.ic_blocks; ++b)
+      if (c.ic_blocks % b == 0) chunks.push_back(b);
+    if (chunks.size() > 1)
+      space.push_back({"ic_chunk", with_default(d.ic_chunk, chunks, c.ic_blocks)});
   }
   return space;
 }
@@ -258,7 +276,12 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
     std::vector<IterVar> iax = si.axis();
     std::vector<IterVar> rax = si.reduce_axis();
     auto [iwo, iwi] = si.split(iax[3], k.ow_block);
-    si.reorder({iax[0], rax[0], iax[2], iwo, rax[1], rax[2], rax[3], iax[1], iwi, iax[4]});
+    if (k.ic_chunk > 1) {
+      auto [ico, ici] = si.split(rax[0], k.ic_chunk);
+      si.reorder({iax[0], ico, iax[2], iwo, ici, rax[1], rax[2], rax[3], iax[1], iwi, iax[4]});
+    } else {
+      si.reorder({iax[0], rax[0], iax[2], iwo, rax[1], rax[2], rax[3], iax[1], iwi, iax[4]});
+    }
     si.unroll(iax[1]);
     si.unroll(iwi);
     si.vectorize(iax[4]);

@@ -219,6 +219,11 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
   // Input channels outside the rows: a channel tail (5 blocks in tiles of 3), column tails.
   check(c, opts(8, {{"oc_tile", 3}, {"ow_block", 8}, {"ic_outer", 1}}));
   check(c, opts(9, {{"oc_tile", 2}, {"ow_block", 7}, {"ic_outer", 1}, {"inline_pad", 1}}));
+  // Input channels in chunks: both blocks per pass over the rows; 3 blocks in chunks of 2 (a tail).
+  check(c, opts(10, {{"oc_tile", 2}, {"ow_block", 7}, {"ic_outer", 1}, {"ic_chunk", 2}}));
+  Conv odd = c;
+  odd.C = 24;
+  check(odd, opts(11, {{"oc_tile", 3}, {"ow_block", 8}, {"ic_outer", 1}, {"ic_chunk", 2}}));
   // Each knob of the space moved away from the default computes the same result.
   Conv s{.C = 16,
          .H = 3,
@@ -323,16 +328,26 @@ TEST(Conv2dNchwc, DefaultRule) {
   Target small_l2 = cores16;
   small_l2.l2_bytes = 256 << 10;
   EXPECT_EQ(defaults(pw, small_l2)["oh_group"], 2);
-  // Input channels outside the rows where the weight is streamed past L2 and a channel tile's
-  // whole output fits in L1: ResNet's layer 4 (7x7, 512 -> 512, 9 MiB of weight; a tile's output
-  // 6 KiB) and MobileNet's 1x1 512 -> 512 at 14x14 (1 MiB; 25 KiB), in place of row groups; not
-  // ResNet's 64 -> 64 (144 KiB of weight), nor 56x56 maps (a tile's output: 392 KiB).
+  // Channel tiles with their rows inside and input channels in chunks, wherever a channel tile's
+  // whole output fits in L1 and there are two tiles per core: ResNet's layer 4 (7x7, 512 -> 512;
+  // a tile's output 6 KiB), MobileNet's 1x1 512 -> 512 at 14x14 (25 KiB) in place of row groups,
+  // and its 256 -> 512 whose weight (512 KiB) is no larger; not ResNet's 7x7 64 -> 64 (two
+  // tiles), nor 56x56 maps (a tile's output: 392 KiB).
   Conv l4 = c12;
   l4.C = l4.O = 512;
   EXPECT_EQ(defaults(l4, avx512)["ic_outer"], 1);
   EXPECT_EQ(defaults(pw, avx512)["ic_outer"], 1);
   EXPECT_EQ(defaults(pw, avx512)["oh_group"], 0);
+  Conv pw_half = pw;
+  pw_half.C = 256;
+  EXPECT_EQ(defaults(pw_half, avx512)["ic_outer"], 1);
   EXPECT_EQ(defaults(c12, avx512)["ic_outer"], 0);
+  // A chunk: the most channel blocks (a divisor of them) whose weight slice takes at most half
+  // of L2 (256 KiB here): all 32 of the 1x1's (2 KiB each), 8 of layer 4's 32 (18 KiB each);
+  // all 32 with a 2 MiB L2.
+  EXPECT_EQ(defaults(pw, avx512)["ic_chunk"], 32);
+  EXPECT_EQ(defaults(l4, avx512)["ic_chunk"], 8);
+  EXPECT_EQ(defaults(l4, big_l2)["ic_chunk"], 32);
   EXPECT_EQ(defaults(c2, avx512)["ic_outer"], 0);
   Conv wide = l4;
   wide.H = wide.W = 56;
