@@ -16,7 +16,8 @@
 // Depthwise: no reduction over channels, so each step is a vector load of the input per column
 // (contiguous in the block) times one weight vector; the taps are unrolled (LLVM reuses the input
 // vectors that neighbouring taps share).
-// The loops (n, oc tiles, output rows) are fused and run in parallel.
+// The loops (n, oc tiles, output rows) are fused and run in parallel (from 2^18 multiply-adds on;
+// the knob `parallel` is the layer's thread split: all the threads or the calling one).
 //
 // The default rule (every knob can be overridden by a Config; conv_nchwc_space lists them).
 // R = 32 vector registers with AVX-512 (16 float lanes), 16 with AVX2; a channel block takes
@@ -88,6 +89,7 @@ struct Knobs {
   int64_t ic_outer = 0;    // 1: input channels outside the rows (a channel tile's whole output
                            // accumulates in a buffer; each weight slice is used by every row)
   int64_t ic_chunk = 1;    // with ic_outer: input channel blocks per pass over the rows
+  int64_t parallel = 1;    // 0: the whole convolution on the calling thread
 };
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -105,6 +107,10 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   int64_t regs = target.vector_registers;
   int64_t v = ceil_div(c.ob, lanes);
   Knobs k;
+  // Threads only for at least 2^18 multiply-adds, as dense: below that, waking the other threads
+  // costs more than they save.
+  const int64_t macs = c.OB * c.ob * c.OH * c.OW * c.ic_blocks * c.ib * c.KH * c.KW;
+  k.parallel = macs >= (int64_t{1} << 18) ? 1 : 0;
   if (c.depthwise) {
     k.ow_block = balanced_block(c.OW, regs / 8);
     k.inline_pad = 1;
@@ -153,6 +159,7 @@ Knobs knobs_from(const ConvShape& c, const Target& target, const Config& config)
   k.ic_outer = c.depthwise ? 0 : knob(config, "ic_outer", k.ic_outer) != 0;
   if (k.ic_outer) k.oh_group = 0;
   k.ic_chunk = std::clamp<int64_t>(knob(config, "ic_chunk", k.ic_chunk), 1, c.ic_blocks);
+  k.parallel = knob(config, "parallel", k.parallel) != 0;
   return k;
 }
 
@@ -175,6 +182,7 @@ ConfigSpace conv_nchwc_space(const ConvShape& c, const Target& target) {
       {"ow_block", with_default(d.ow_block, ow_blocks, c.OW)},
       {"unroll_kw", with_default(d.unroll_kw, {0, 1}, 1)},
       {"inline_pad", with_default(d.inline_pad, {0, 1}, 1)},
+      {"parallel", with_default(d.parallel, {0, 1}, 1)},
   };
   if (!c.depthwise) {
     space.push_back({"oc_tile", with_default(d.oc_tile, {1, 2, 3, 4, 6, 8}, c.OB)});
@@ -250,7 +258,7 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
   fused = so.fuse(fused, oco);
   IterVar tile = fused;
   if (!k.ic_outer) fused = so.fuse(fused, oh);
-  so.parallel(fused);
+  if (k.parallel) so.parallel(fused);
   for (const te::Tensor& t : sources) {
     te::Stage st = s[t];
     std::vector<IterVar> sax = st.axis();
@@ -261,7 +269,7 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
       // At the root, the rows in parallel.
       IterVar f = sax[0];
       for (size_t a = 1; a + 2 < sax.size(); ++a) f = st.fuse(f, sax[a]);
-      st.parallel(f);
+      if (k.parallel) st.parallel(f);
     }
     if (shape_of(t).back() >= 4) st.vectorize(sax.back());
   }

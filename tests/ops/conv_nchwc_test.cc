@@ -236,7 +236,7 @@ TEST(Conv2dNchwc, ExplicitConfigsWithTails) {
          .strides = {1, 2},
          .pads = {1, 1, 1, 1}};
   ConfigSpace space = lookup(s.op()).space(s.types(), s.attrs(), Target::host());
-  ASSERT_EQ(space.size(), 7u);
+  ASSERT_EQ(space.size(), 8u);
   uint32_t seed = 10;
   for (const Knob& k : space) {
     EXPECT_GT(k.values.size(), 1u) << k.name;
@@ -275,6 +275,7 @@ TEST(Conv2dNchwc, DefaultRule) {
   EXPECT_EQ(d["ow_block"], 10);
   EXPECT_EQ(d["unroll_ib"], 0);
   EXPECT_EQ(d["inline_pad"], 0);
+  EXPECT_EQ(d["parallel"], 1);
   // AVX2 with 8-channel blocks: 10 accumulators, 2 blocks x 5 columns.
   Conv c2b = c2;
   c2b.ib = c2b.ob = 8;
@@ -297,6 +298,8 @@ TEST(Conv2dNchwc, DefaultRule) {
   d = defaults(odd, avx512);
   EXPECT_EQ(d["oc_tile"], 1);
   EXPECT_EQ(d["ow_block"], 20);
+  // 222,784 multiply-adds (under 2^18): one thread.
+  EXPECT_EQ(d["parallel"], 0);
   // Depthwise: 4 columns, the padding inlined.
   Conv dw{.depthwise = true,
           .C = 64,
@@ -493,13 +496,15 @@ TEST(DepthwiseConv2dNchwc, Space) {
          .strides = {1, 2},
          .pads = {1, 0, 2, 1}};
   ConfigSpace space = lookup(c.op()).space(c.types(), c.attrs(), Target::host());
-  ASSERT_EQ(space.size(), 3u);
+  ASSERT_EQ(space.size(), 4u);
   EXPECT_EQ(space[0].name, "ow_block");
   EXPECT_EQ(space[1].name, "unroll_kw");
   EXPECT_EQ(space[2].name, "inline_pad");
-  // The padding as a stage of its own, the taps as a loop, a wide block with a tail.
+  EXPECT_EQ(space[3].name, "parallel");
+  // The padding as a stage of its own, the taps as a loop, a wide block with a tail; threads.
   check(c, opts(1, {{"inline_pad", 0}}));
   check(c, opts(2, {{"unroll_kw", 0}, {"ow_block", 8}}));
+  check(c, opts(3, {{"inline_pad", 0}, {"parallel", 1}}));
   EXPECT_EQ(lookup(c.op()).pattern, Pattern::kComplexOutFusable);
 }
 
