@@ -55,6 +55,7 @@ struct Knobs {
   int64_t tile_ow = 1;  // output columns per register tile
   int64_t unroll_ib = 1, unroll_kw = 1;
   int64_t ic_chunk = 0;  // input channel blocks per reduction chunk (0: the whole reduction)
+  int64_t parallel = 1;  // 0: the whole convolution on the calling thread
 };
 // Cb input channel blocks, each ic_bytes of weights per output channel block.
 Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, int64_t sx,

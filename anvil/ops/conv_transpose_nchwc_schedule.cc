@@ -9,7 +9,8 @@
 // tile_oc*tile_oh*tile_ow independent FMA chains. A tile covers consecutive rows and columns, so
 // it mixes phases: once the tile loops are unrolled, the phase arithmetic of every pixel is a
 // constant and the input reads are those of a stride-1 convolution. The loops (n, channel tile,
-// row tile) are fused and parallel.
+// row tile) are fused and parallel (knob parallel, the layer's thread split: from 2^18
+// multiply-adds on, as dense).
 // With ic_chunk > 0 the accumulator is instead the whole output plane of the channel tile
 // (computed at the fused (n, channel tile) loop): the input channels are reduced in chunks
 // outside the register tiles, so that a chunk's weights stay in L2 while every row tile of the
@@ -54,6 +55,9 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   int64_t budget = regs * 3 / 4;
   int64_t nv = (ob + lanes - 1) / lanes;
   Knobs k;
+  // Threads from 2^18 multiply-adds on, as dense (ic_bytes covers the stride's phases).
+  const int64_t macs = Ob * OH * OW * Cb * ic_bytes / (4 * sy * sx);
+  k.parallel = macs >= (int64_t{1} << 18) ? 1 : 0;
   bool small_weights = Cb * ic_bytes <= l2_bytes / 8;
   k.tile_oh = small_weights ? 1 : std::max<int64_t>(1, std::min({sy, OH, budget / nv}));
   int64_t cols = std::max<int64_t>(1, budget / (nv * k.tile_oh));
@@ -107,6 +111,7 @@ ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const T
       {"unroll_ib", with_default(d.unroll_ib, {0, 1}, 1)},
       {"unroll_kw", with_default(d.unroll_kw, {0, 1}, 1)},
       {"ic_chunk", with_default(d.ic_chunk, {0, 4, 8, 16}, p.Cb)},
+      {"parallel", with_default(d.parallel, {0, 1}, 1)},
   };
 }
 
@@ -123,13 +128,13 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   std::vector<const te::TensorNode*> sources;
   for (const auto& t : conv->inputs)
     if (te::Tensor(t.get()).is_compute()) sources.push_back(t.get());
+  std::vector<te::Tensor> sources_to_split;  // scheduled once the knobs are known
   for (const te::Tensor& t : order) {
     if (!t.is_compute() || t.get() == conv.get() || t.get() == out.get()) continue;
     if (std::find(sources.begin(), sources.end(), t.get()) != sources.end()) {
       te::Stage st = s[t];
       std::vector<IterVar> ax = st.axis();
-      IterVar f = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
-      st.parallel(f);
+      sources_to_split.push_back(t);
       continue;
     }
     s[t].compute_inline();
@@ -153,6 +158,13 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   k.unroll_ib = knob(config, "unroll_ib", k.unroll_ib);
   k.unroll_kw = knob(config, "unroll_kw", k.unroll_kw);
   k.ic_chunk = std::max<int64_t>(0, knob(config, "ic_chunk", k.ic_chunk));
+  k.parallel = knob(config, "parallel", k.parallel) != 0;
+  for (const te::Tensor& t : sources_to_split) {
+    te::Stage st = s[t];
+    std::vector<IterVar> ax = st.axis();
+    IterVar f = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
+    if (k.parallel) st.parallel(f);
+  }
 
   te::Tensor inner = out.get() == conv.get() ? s.cache_write(conv, MemoryScope::kLocal) : conv;
   te::Stage so = s[out];
@@ -166,7 +178,7 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
     // input channels runs in chunks outside the register tiles, so a chunk's weights stay in L2
     // while every row tile uses them.
     IterVar f = so.fuse(ax[0], oo);
-    so.parallel(f);
+    if (k.parallel) so.parallel(f);
     so.vectorize(ax[4]);
     si.compute_at(so, f);
     auto [ico, ici] = si.split(rax[0], k.ic_chunk);
@@ -184,7 +196,8 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   auto [yo, yi] = so.split(ax[2], k.tile_oh);
   auto [xo, xi] = so.split(ax[3], k.tile_ow);
   so.reorder({ax[0], oo, yo, xo, oi, yi, xi, ax[4]});
-  so.parallel(so.fuse(so.fuse(ax[0], oo), yo));
+  IterVar f = so.fuse(so.fuse(ax[0], oo), yo);
+  if (k.parallel) so.parallel(f);
   // Unrolled so that the tile's indices are constants and the tile stays in registers.
   so.unroll(oi);
   so.unroll(yi);

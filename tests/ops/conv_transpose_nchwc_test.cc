@@ -470,9 +470,9 @@ TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
             .ib = 16,
             .ob = 16};
   ConfigSpace space = space_of(d1);
-  ASSERT_EQ(space.size(), 6u);
-  std::vector<std::string> names = {"tile_oc",   "tile_oh",   "tile_ow",
-                                    "unroll_ib", "unroll_kw", "ic_chunk"};
+  ASSERT_EQ(space.size(), 7u);
+  std::vector<std::string> names = {"tile_oc",   "tile_oh",  "tile_ow", "unroll_ib",
+                                    "unroll_kw", "ic_chunk", "parallel"};
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(space[i].name, names[i]);
   EXPECT_EQ(space[0].values[0], 1);
   EXPECT_EQ(space[1].values[0], 2);
@@ -482,6 +482,10 @@ TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
   // A sample of the space computes the same result.
   check(d1, 9, {{"tile_ow", space[2].values[1]}, {"tile_oc", space[0].values[1]}});
   check(d1, 10, {{"tile_oh", space[1].values[1]}, {"ic_chunk", space[5].values[1]}});
+  // The thread split: threads by the rule (2^18 multiply-adds and more), and none on request.
+  EXPECT_EQ(space[6].values[0], 1);
+  check(d1, 11, {{"parallel", 0}});
+  check(d1, 12, {{"parallel", 0}, {"ic_chunk", space[5].values[1]}});
   // 64 KB of weights per channel block stay cached: one row, two channel blocks.
   Deconv small = d1;
   small.C = 64;
