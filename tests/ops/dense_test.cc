@@ -161,13 +161,25 @@ TEST(Matmul, EveryConfigOfTheSpaceAgrees) {
 TEST(Dense, SpaceDefaultsFollowTheRule) {
   Target target = Target::host();
   int64_t lanes = target.vector_lanes_f32();
-  // Enough rows: the 6 x 2-vector register tile over packed panels.
-  ConfigSpace big =
-      lookup("dense").space({{{256, 256}, f32}, {{256, 256}, f32}}, Attrs("dense", {}), target);
+  // Enough rows: over packed panels, the register tile with the fewest loads per FMA within 3/4
+  // of the registers. With AVX-512's 32: 6 rows x 4 vectors (10 loads for 24 FMAs; 12 x 2 takes
+  // 14 for 24, 8 x 3 11 for 24). With AVX2's 16: 6 x 2 (4 x 4 would need fewer than 6 rows).
+  const std::vector<TensorType> square = {{{256, 256}, f32}, {{256, 256}, f32}};
+  ConfigSpace big = lookup("dense").space(square, Attrs("dense", {}),
+                                          Target::parse("llvm -mcpu=znver5 -vector-bits=512"));
   EXPECT_EQ(big[0].values[0], 6);
-  EXPECT_EQ(big[1].values[0], (2 * lanes + 15) / 16 * 16);
+  EXPECT_EQ(big[1].values[0], 64);
   EXPECT_EQ(big[2].values[0], 4);
   EXPECT_EQ(big[3].values[0], 1);
+  big = lookup("dense").space(square, Attrs("dense", {}),
+                              Target::parse("llvm -mcpu=znver3 -vector-bits=256"));
+  EXPECT_EQ(big[0].values[0], 6);
+  EXPECT_EQ(big[1].values[0], 16);
+  // The LSTM language model's decoder, 35 rows: 6 x 4 vectors (five tiles of 6, one of 5).
+  big = lookup("dense").space({{{35, 650}, f32}, {{10000, 650}, f32}}, Attrs("dense", {}),
+                              Target::parse("llvm -mcpu=znver5 -vector-bits=512"));
+  EXPECT_EQ(big[0].values[0], 6);
+  EXPECT_EQ(big[1].values[0], 64);
   // M = 1 against B [K, N]: vectors over N, k outer, the tile widened to 8 accumulator chains.
   ConfigSpace row =
       lookup("matmul").space({{{1, 30}, f32}, {{30, 800}, f32}}, mm_attrs("matmul", 0, 0), target);
@@ -326,13 +338,13 @@ TEST(DensePacked, BatchDimensionsShareTheWeight) {
 }
 
 TEST(DensePacked, SeqFirstRowsFoldIntoTheTile) {
-  // [S, 1, K]: the rule tiles S rows like a [S, K] product (tile_m 6, not 1), and every tile_m
-  // of the space agrees with the reference.
+  // [S, 1, K]: the rule tiles S rows like a [S, K] product (8 rows x 3 vectors with AVX-512, 6 x 2
+  // with AVX2; not 1 row), and every tile_m of the space agrees with the reference.
   Target target = Target::host();
   std::vector<TensorType> types = {{{23, 1, 13}, f32}, {{3, 13, 16}, f32}};
   ConfigSpace space =
       lookup("dense_packed").space(types, Attrs("dense_packed", {{"units", int64_t{40}}}), target);
-  EXPECT_EQ(space[0].values[0], 6);
+  EXPECT_EQ(space[0].values[0], target.vector_lanes_f32() >= 16 ? 8 : 6);
   for (int64_t tm : space[0].values) {
     Config c = {{"tile_m", tm},
                 {"tile_n", space[1].values[0]},
