@@ -74,6 +74,7 @@
 #include <algorithm>
 
 #include "anvil/ir/op.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops::conv_nchwc_detail {
@@ -107,10 +108,8 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   int64_t regs = target.vector_registers;
   int64_t v = ceil_div(c.ob, lanes);
   Knobs k;
-  // Threads only for at least 2^18 multiply-adds, as dense: below that, waking the other threads
-  // costs more than they save.
   const int64_t macs = c.OB * c.ob * c.OH * c.OW * c.ic_blocks * c.ib * c.KH * c.KW;
-  k.parallel = macs >= (int64_t{1} << 18) ? 1 : 0;
+  k.parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
   if (c.depthwise) {
     k.ow_block = balanced_block(c.OW, regs / 8);
     k.inline_pad = 1;

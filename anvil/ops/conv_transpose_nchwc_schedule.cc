@@ -41,6 +41,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/conv_transpose_nchwc.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops::deconv {
@@ -55,9 +56,9 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   int64_t budget = regs * 3 / 4;
   int64_t nv = (ob + lanes - 1) / lanes;
   Knobs k;
-  // Threads from 2^18 multiply-adds on, as dense (ic_bytes covers the stride's phases).
+  // ic_bytes covers the stride's phases.
   const int64_t macs = Ob * OH * OW * Cb * ic_bytes / (4 * sy * sx);
-  k.parallel = macs >= (int64_t{1} << 18) ? 1 : 0;
+  k.parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
   bool small_weights = Cb * ic_bytes <= l2_bytes / 8;
   k.tile_oh = small_weights ? 1 : std::max<int64_t>(1, std::min({sy, OH, budget / nv}));
   int64_t cols = std::max<int64_t>(1, budget / (nv * k.tile_oh));
@@ -132,8 +133,6 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   for (const te::Tensor& t : order) {
     if (!t.is_compute() || t.get() == conv.get() || t.get() == out.get()) continue;
     if (std::find(sources.begin(), sources.end(), t.get()) != sources.end()) {
-      te::Stage st = s[t];
-      std::vector<IterVar> ax = st.axis();
       sources_to_split.push_back(t);
       continue;
     }

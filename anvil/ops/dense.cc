@@ -70,6 +70,7 @@
 // first. schedule_x86 honours a given config and rejects knob values it cannot use, naming the op.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "anvil/ir/op.h"
@@ -77,6 +78,7 @@
 #include "anvil/ops/op.h"
 #include "anvil/ops/recurrent_dense.h"
 #include "anvil/ops/schedule_gpu.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -412,7 +414,7 @@ Tiles default_tiles(const Problem& p, const Target& target) {
     // vectors (0.64 loads per FMA), 4.81 with 4 x 5 (0.46), 4.61 with 8 x 3 (0.48), 4.53 with
     // 6 x 4 (0.42). Ties keep fewer vectors, then fewer rows.
     const int64_t budget = regs * 3 / 4;
-    double best = 0;
+    double best = std::numeric_limits<double>::infinity();
     for (int64_t v = 2; v <= 4; ++v) {
       const int64_t bn = round_up(v * lanes, step);
       if (bn > n_cap || bn / lanes != v) continue;
@@ -420,7 +422,7 @@ Tiles default_tiles(const Problem& p, const Target& target) {
         const int64_t tail = p.M % bm;
         const double loads = static_cast<double>(p.M / bm * (bm + v) + (tail ? tail + v : 0));
         const double per_fma = loads / static_cast<double>(p.M * v);
-        if (best == 0 || per_fma < best - 1e-9) {
+        if (per_fma < best - 1e-9) {
           best = per_fma;
           t.bm = bm;
           t.bn = bn;
@@ -447,7 +449,7 @@ Tiles default_tiles(const Problem& p, const Target& target) {
   int64_t batches = 1;
   for (int64_t d : p.batch) batches *= d;
   int64_t blocks = batches * ((p.M + t.bm - 1) / t.bm) * ((p.N + t.bn - 1) / t.bn);
-  t.parallel = batches * p.M * p.N * p.K >= (int64_t{1} << 18) && blocks >= 2 ? 1 : 0;
+  t.parallel = batches * p.M * p.N * p.K >= kParallelMultiplyAdds && blocks >= 2 ? 1 : 0;
   return t;
 }
 

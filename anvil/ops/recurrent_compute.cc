@@ -48,6 +48,7 @@
 #include "anvil/ir/op.h"
 #include "anvil/ops/recurrent_common.h"
 #include "anvil/ops/recurrent_dense.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops::recurrent {
@@ -73,8 +74,8 @@ bool packed_steps(const Rnn& r) {
   int64_t products = (r.seq - (r.has(kInitialH) ? 0 : 1)) * r.dirs;
   return r.packed || (products >= kPackMinSteps && !r.gpu_form);
 }
-constexpr int64_t kDotLanes = 16;           // partial sums per dot product (one AVX-512 vector)
-constexpr int64_t kParallelWork = 1 << 18;  // elements or multiply-adds that pay for threads
+constexpr int64_t kDotLanes = 16;  // partial sums per dot product (one AVX-512 vector)
+constexpr int64_t kParallelWork = kParallelMultiplyAdds;  // elements or multiply-adds
 
 using VecFn = std::function<Expr(Expr, Expr)>;  // a [batch, H] operand, null when zero
 

@@ -1,10 +1,16 @@
 // Schedule building blocks shared by the operator families.
 #pragma once
 
+#include <cstdint>
+
 #include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 
 namespace anvil::ops {
+
+// Multiply-adds from which a product (dense, a convolution, a recurrent step's product) runs on
+// the runtime's threads by default: below it, waking the other threads costs more than they save.
+constexpr int64_t kParallelMultiplyAdds = int64_t{1} << 18;
 
 // The default schedule of an injective (elementwise, broadcast, data movement) stage on x86: the
 // row form below when the innermost axis holds whole vectors (or at least four), else its loops
