@@ -7,6 +7,7 @@
 #include "anvil/ir/printer.h"
 #include "anvil/support/error.h"
 #include "anvil/transform/flatten_storage.h"
+#include "anvil/transform/hoist_guards.h"
 #include "anvil/transform/inject_double_buffer.h"
 #include "anvil/transform/partition_loops.h"
 #include "anvil/transform/remove_no_op.h"
@@ -60,8 +61,9 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   };
 
   if (!options.stop_after.empty()) {
-    const char* const passes[] = {"loops",     "flatten", "simplify", "double_buffer", "partition",
-                                  "vectorize", "unroll",  "storage",  "no_op"};
+    const char* const passes[] = {"loops",     "flatten",   "simplify", "double_buffer",
+                                  "partition", "vectorize", "unroll",   "hoist_guards",
+                                  "storage",   "no_op"};
     std::string names;
     for (const char* p : passes) names += (names.empty() ? "" : ", ") + std::string(p);
     ANVIL_CHECK(std::any_of(std::begin(passes), std::end(passes),
@@ -92,6 +94,7 @@ ir::LoweredFunc lower(const te::Schedule& schedule, const std::vector<te::Tensor
   step("vectorize", [&] { s = transform::vectorize_loops(s); });
   step("unroll",    [&] { s = transform::unroll_loops(s); });
   step("simplify",  [&] { s = arith::simplify(s); });
+  step("hoist_guards", [&] { s = transform::hoist_guards(s); });
   step("storage",   [&] { s = transform::storage_rewrite(s); });
   step("no_op",     [&] { s = transform::remove_no_op(s); });
   // clang-format on

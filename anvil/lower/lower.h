@@ -14,8 +14,8 @@ namespace anvil {
 
 struct LowerOptions {
   // Print the IR after these passes ("all" for every one) to `dump_to`. Pass names are those in
-  // lower.cc: loops, flatten, simplify, double_buffer, partition, vectorize, unroll, storage,
-  // no_op.
+  // lower.cc: loops, flatten, simplify, double_buffer, partition, vectorize, unroll,
+  // hoist_guards, storage, no_op.
   std::vector<std::string> print_after;
   std::ostream* dump_to = nullptr;  // std::cerr when null
   // When set, lowering stops after this pass (a name above; "simplify" is its first run) and

@@ -313,14 +313,15 @@ TEST(Conv2dNchwc, DefaultRule) {
   EXPECT_EQ(d["ow_block"], 4);
   EXPECT_EQ(d["inline_pad"], 1);
   // Rows in groups when a large weight meets a large input: MobileNet's 1x1 512 -> 512 at 14x14
-  // (1 MiB of weight, 392 KiB of input: groups of 4 rows, 112 KiB of input each); not when
+  // (1 MiB of weight, 392 KiB of input: at most 4 rows, 112 KiB of input, fit in a quarter of
+  // L2; groups divide the rows, so 2 rows); not when
   // either is small (ResNet's 3x3 64 -> 64 at 56x56: 144 KiB of weight). On 16 cores: its 16
   // channel tiles are too few for input channels outside the rows (below).
   Target cores16 = avx512;
   cores16.cores = 16;
   Conv pw{.C = 512, .H = 14, .W = 14, .O = 512, .KH = 1, .KW = 1, .ib = 16, .ob = 16};
   EXPECT_EQ(defaults(pw, cores16)["ic_outer"], 0);
-  EXPECT_EQ(defaults(pw, cores16)["oh_group"], 4);
+  EXPECT_EQ(defaults(pw, cores16)["oh_group"], 2);
   EXPECT_EQ(defaults(c2, cores16)["oh_group"], 0);
   EXPECT_EQ(defaults(c12, cores16)["oh_group"], 0);
   // With a 2 MiB L2 the whole 392 KiB input stays there: no groups.
@@ -331,6 +332,20 @@ TEST(Conv2dNchwc, DefaultRule) {
   Target small_l2 = cores16;
   small_l2.l2_bytes = 256 << 10;
   EXPECT_EQ(defaults(pw, small_l2)["oh_group"], 2);
+  // 28 rows of which 7 fit: groups of 7, none guarded out (ResNet's 3x3 stride-2 64 -> 128).
+  Conv s2{.C = 64,
+          .H = 56,
+          .W = 56,
+          .O = 128,
+          .KH = 3,
+          .KW = 3,
+          .ib = 16,
+          .ob = 16,
+          .strides = {2, 2},
+          .pads = {1, 1, 1, 1}};
+  Target l2_1m = avx512;
+  l2_1m.l2_bytes = 1 << 20;
+  EXPECT_EQ(defaults(s2, l2_1m)["oh_group"], 7);
   // Channel tiles with their rows inside and input channels in chunks, wherever a channel tile's
   // whole output fits in L1 and there are two tiles per core: ResNet's layer 4 (7x7, 512 -> 512;
   // a tile's output 6 KiB), MobileNet's 1x1 512 -> 512 at 14x14 (25 KiB) in place of row groups,
