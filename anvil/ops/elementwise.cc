@@ -386,10 +386,13 @@ void comparison(const std::string& name, TypeSet set, BinaryF f,
       });
 }
 
-// Integer division truncating toward zero that never traps: x / 0 is 0, INT_MIN / -1 wraps.
+// Integer division truncating toward zero that never traps: x / 0 is 0, INT_MIN / -1 wraps
+// (unsigned: only the zero divisor needs care).
 Expr int_div(Expr a, Expr b) {
   DataType t = a.type();
-  Expr zero = make_zero(t), one = make_one(t), minus_one = make_const(t, -1);
+  Expr zero = make_zero(t), one = make_one(t);
+  if (t.is_uint()) return select(b == zero, zero, truncdiv(a, select(b == zero, one, b)));
+  Expr minus_one = make_const(t, -1);
   Expr safe = select(b == zero || b == minus_one, one, b);
   Expr q = truncdiv(a, safe);
   // -a through unsigned arithmetic, which wraps (signed overflow would be undefined).

@@ -206,6 +206,52 @@ TEST(Elementwise, BinaryInteger) {
   }
 }
 
+// Every element type compiled code takes besides float32, int32, int64 and bool: 8- and 16-bit
+// integers, the unsigned ones (their division, order and maximum are unsigned) and float64
+// (libm's functions, so the references' double results within 1e-12).
+TEST(Elementwise, NarrowUnsignedAndDoubleTypes) {
+  const DataType i8 = DataType::Int(8), i16 = DataType::Int(16), u8 = DataType::UInt(8),
+                 u16 = DataType::UInt(16), u32 = DataType::UInt(32), u64 = DataType::UInt(64),
+                 f64 = DataType::Float(64);
+  auto binary = [](const std::string& name, DataType t, double lo, double hi) {
+    SCOPED_TRACE(name + " " + t.to_string());
+    CheckOptions opt;
+    opt.lo = lo;
+    opt.hi = hi;
+    opt.gpu = false;
+    opt.tol = 1e-12;
+    check_op(name, {{{3, 37, 5}, t}, {{37, 1}, t}}, Attrs(name, {}), opt);
+  };
+  auto unary = [](const std::string& name, DataType t, double lo, double hi, Attrs attrs = {}) {
+    SCOPED_TRACE(name + " " + t.to_string());
+    CheckOptions opt;
+    opt.lo = lo;
+    opt.hi = hi;
+    opt.gpu = false;
+    opt.tol = 1e-12;
+    check_op(name, {{{3, 37, 5}, t}}, Attrs(name, attrs.values()), opt);
+  };
+  for (DataType t : {i8, i16, u8, u16, u32, u64, f64}) {
+    // Products of values up to 11 fit in int8; unsigned ranges start at 0.
+    for (const char* name : {"add", "sub", "mul", "maximum", "minimum", "greater", "less", "equal"})
+      binary(name, t, -11, 11);
+    binary("div", t, 1, 100);
+    unary("relu", t, -100, 100);
+    unary("abs", t, -100, 100);
+    unary("cast", t, -100, 100, Attrs("cast", {{"to", std::string("float32")}}));
+    // A negative float to an unsigned type is undefined (ONNX): from 0.
+    unary("cast", f32, t.is_uint() ? 0 : -100, 100, Attrs("cast", {{"to", t.to_string()}}));
+  }
+  // Unsigned order and division above the signed range.
+  binary("maximum", u64, 0, 9e18);
+  binary("div", u32, 1, 4e9);
+  for (DataType t : {i8, i16, f64}) unary("neg", t, -100, 100);
+  for (const char* name : {"exp", "tanh", "sigmoid", "erf"}) unary(name, f64, -5, 5);
+  unary("log", f64, 1e-3, 100);
+  unary("sqrt", f64, 0, 100);
+  binary("pow", f64, 0.1, 3);
+}
+
 TEST(Elementwise, IntegerDivTruncatesTowardZero) {
   // ONNX Div on integers truncates; x / 0 is 0 here (undefined in ONNX) and INT_MIN / -1 wraps.
   std::vector<int32_t> a = {7, -7, 7, -7, 9, 5, INT32_MIN, 3, 0, -1};

@@ -29,25 +29,46 @@ namespace anvil::ops_testing {
 using ops::Attrs;
 using ops::TensorType;
 
-// A tensor of `type` with random contents: floats uniform in [lo, hi], integers in [lo, hi],
-// bools 0/1.
+// Stores the values `next()` draws into a's elements of type T.
+template <typename T, typename Next>
+void fill(runtime::NDArray& a, Next next) {
+  for (int64_t i = 0; i < a.numel(); ++i) a.data_as<T>()[i] = static_cast<T>(next());
+}
+
+// A tensor of `type` with random contents: floats uniform in [lo, hi], integers in [lo, hi]
+// (unsigned ones from max(lo, 0)), bools 0/1.
 inline runtime::NDArray random_array(const TensorType& type, std::mt19937& rng, double lo = -1.0,
                                      double hi = 1.0) {
   runtime::NDArray a = testing::array(type.shape, type.dtype);
-  int64_t n = a.numel();
   ir::DataType t = type.dtype;
+  std::uniform_real_distribution<double> real(lo, hi);
+  int64_t ilo = static_cast<int64_t>(t.is_uint() ? std::max(lo, 0.0) : lo);
+  std::uniform_int_distribution<int64_t> integer(ilo, static_cast<int64_t>(hi));
+  auto r = [&] { return real(rng); };
+  auto i = [&] { return integer(rng); };
   if (t == ir::DataType::Float32()) {
-    std::uniform_real_distribution<float> d(static_cast<float>(lo), static_cast<float>(hi));
-    for (int64_t i = 0; i < n; ++i) a.data_as<float>()[i] = d(rng);
-  } else if (t == ir::DataType::Int32()) {
-    std::uniform_int_distribution<int32_t> d(static_cast<int32_t>(lo), static_cast<int32_t>(hi));
-    for (int64_t i = 0; i < n; ++i) a.data_as<int32_t>()[i] = d(rng);
-  } else if (t == ir::DataType::Int64()) {
-    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
-    for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = d(rng);
+    fill<float>(a, [&] { return static_cast<float>(r()); });
+  } else if (t == ir::DataType::Float(64)) {
+    fill<double>(a, r);
   } else if (t.is_bool()) {
     std::uniform_int_distribution<int> d(0, 1);
-    for (int64_t i = 0; i < n; ++i) a.data_as<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
+    fill<uint8_t>(a, [&] { return d(rng); });
+  } else if (t.is_int() && t.bits() == 8) {
+    fill<int8_t>(a, i);
+  } else if (t.is_int() && t.bits() == 16) {
+    fill<int16_t>(a, i);
+  } else if (t.is_int() && t.bits() == 32) {
+    fill<int32_t>(a, i);
+  } else if (t.is_int() && t.bits() == 64) {
+    fill<int64_t>(a, i);
+  } else if (t.is_uint() && t.bits() == 8) {
+    fill<uint8_t>(a, i);
+  } else if (t.is_uint() && t.bits() == 16) {
+    fill<uint16_t>(a, i);
+  } else if (t.is_uint() && t.bits() == 32) {
+    fill<uint32_t>(a, i);
+  } else if (t.is_uint() && t.bits() == 64) {
+    fill<uint64_t>(a, i);
   } else {
     ADD_FAILURE() << "random_array: no generator for " << t;
   }
@@ -57,11 +78,24 @@ inline runtime::NDArray random_array(const TensorType& type, std::mt19937& rng, 
 // Element i of a host tensor as a double.
 inline double element(const runtime::NDArray& a, int64_t i) {
   DLDataType t = a.dtype();
+  bool s = t.code == kDLInt;
   if (t.code == kDLFloat && t.bits == 32) return a.data_as<float>()[i];
   if (t.code == kDLFloat && t.bits == 64) return a.data_as<double>()[i];
-  if (t.code == kDLInt && t.bits == 32) return a.data_as<int32_t>()[i];
-  if (t.code == kDLInt && t.bits == 64) return static_cast<double>(a.data_as<int64_t>()[i]);
-  if (t.bits == 8) return a.data_as<uint8_t>()[i];
+  if (t.code == kDLFloat) {
+    ADD_FAILURE() << "element: unsupported dtype";
+    return 0;
+  }
+  switch (t.bits) {
+    case 8:
+      return s ? a.data_as<int8_t>()[i] : a.data_as<uint8_t>()[i];
+    case 16:
+      return s ? a.data_as<int16_t>()[i] : a.data_as<uint16_t>()[i];
+    case 32:
+      return s ? a.data_as<int32_t>()[i] : a.data_as<uint32_t>()[i];
+    case 64:
+      return s ? static_cast<double>(a.data_as<int64_t>()[i])
+               : static_cast<double>(a.data_as<uint64_t>()[i]);
+  }
   ADD_FAILURE() << "element: unsupported dtype";
   return 0;
 }
@@ -142,7 +176,10 @@ inline ir::LoweredFunc check_op(const std::string& name, const std::vector<Tenso
   def.schedule_x86(s, outs, target, options.config);
   std::vector<te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
-  ir::LoweredFunc f = lower(s, args, name);
+  // Not the op's own name: a kernel called "exp" or "tanh" would be the symbol its float64 code
+  // calls in libm.
+  const std::string kernel = "check_" + name;
+  ir::LoweredFunc f = lower(s, args, kernel);
   auto module = codegen::LLVMModule::compile({f}, target);
 
   std::mt19937 rng(options.seed);
@@ -157,7 +194,7 @@ inline ir::LoweredFunc check_op(const std::string& name, const std::vector<Tenso
     out_arrays.push_back(testing::array(t.shape, t.dtype));
     ptrs.push_back(out_arrays.back().get());
   }
-  int32_t status = testing::call(module->get_function(name), ptrs);
+  int32_t status = testing::call(module->get_function(kernel), ptrs);
   EXPECT_EQ(status, 0) << name << ": " << AnvilGetLastError();
 
   std::vector<runtime::NDArray> want = def.reference(in_arrays, attrs);
