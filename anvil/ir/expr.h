@@ -198,6 +198,16 @@ enum class Intrinsic : uint8_t {
   kFma,
   kSin,
   kCos,
+  // Computed by libm's functions (one call per lane) on every back end.
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
 };
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);

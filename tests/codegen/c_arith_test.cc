@@ -512,12 +512,14 @@ TEST(CArithLogic, AndOrNotSelectOnBools) {
 
 template <typename T>
 void check_intrinsics(DataType t) {
-  const Intrinsic all[] = {Intrinsic::kExp,  Intrinsic::kExp2,    Intrinsic::kLog,
-                           Intrinsic::kLog2, Intrinsic::kSqrt,    Intrinsic::kRsqrt,
-                           Intrinsic::kTanh, Intrinsic::kSigmoid, Intrinsic::kErf,
-                           Intrinsic::kPow,  Intrinsic::kFabs,    Intrinsic::kFloor,
-                           Intrinsic::kCeil, Intrinsic::kRound,   Intrinsic::kTrunc,
-                           Intrinsic::kFma,  Intrinsic::kSin,     Intrinsic::kCos};
+  const Intrinsic all[] = {
+      Intrinsic::kExp,   Intrinsic::kExp2,  Intrinsic::kLog,   Intrinsic::kLog2,
+      Intrinsic::kSqrt,  Intrinsic::kRsqrt, Intrinsic::kTanh,  Intrinsic::kSigmoid,
+      Intrinsic::kErf,   Intrinsic::kPow,   Intrinsic::kFabs,  Intrinsic::kFloor,
+      Intrinsic::kCeil,  Intrinsic::kRound, Intrinsic::kTrunc, Intrinsic::kFma,
+      Intrinsic::kSin,   Intrinsic::kCos,   Intrinsic::kTan,   Intrinsic::kAsin,
+      Intrinsic::kAcos,  Intrinsic::kAtan,  Intrinsic::kSinh,  Intrinsic::kCosh,
+      Intrinsic::kAsinh, Intrinsic::kAcosh, Intrinsic::kAtanh};
   std::vector<LoweredFunc> funcs;
   for (Intrinsic op : all) {
     for (int lanes : {1, 4}) {
@@ -536,12 +538,19 @@ void check_intrinsics(DataType t) {
     b[k] = std::uniform_real_distribution<T>(-2, 2)(rng);
     c[k] = std::uniform_real_distribution<T>(-2, 2)(rng);
   }
-  a[0] = 2.5, a[2] = -2.5, a[4] = 0.5;  // round: halves go to even
-  std::vector<T> pos(kN);
-  for (int k = 0; k < kN; ++k) pos[k] = std::fabs(a[k]);
-  runtime::NDArray A = array({kN}, t), P = array({kN}, t), B = array({kN}, t), C = array({kN}, t);
+  a[0] = 2.5, a[2] = -2.5, a[4] = 0.5;              // round: halves go to even
+  std::vector<T> pos(kN), unit(kN), above_one(kN);  // the domains of log, asin, acosh
+  for (int k = 0; k < kN; ++k) {
+    pos[k] = std::fabs(a[k]);
+    unit[k] = b[k] / 2;
+    above_one[k] = 1 + pos[k];
+  }
+  runtime::NDArray A = array({kN}, t), P = array({kN}, t), U = array({kN}, t), O = array({kN}, t),
+                   B = array({kN}, t), C = array({kN}, t);
   write(A, a);
   write(P, pos);
+  write(U, unit);
+  write(O, above_one);
   write(B, b);
   write(C, c);
   const double tolerance = sizeof(T) == 4 ? 2e-6 : 1e-14;
@@ -550,12 +559,20 @@ void check_intrinsics(DataType t) {
     bool needs_positive = op == Intrinsic::kLog || op == Intrinsic::kLog2 ||
                           op == Intrinsic::kSqrt || op == Intrinsic::kRsqrt ||
                           op == Intrinsic::kPow;
-    const std::vector<T>& x = needs_positive ? pos : a;
+    bool needs_unit = op == Intrinsic::kAsin || op == Intrinsic::kAcos || op == Intrinsic::kAtanh;
+    bool needs_above_one = op == Intrinsic::kAcosh;
+    const std::vector<T>& x = needs_positive    ? pos
+                              : needs_unit      ? unit
+                              : needs_above_one ? above_one
+                                                : a;
     for (int lanes = 0; lanes < 2; ++lanes, ++f) {
       SCOPED_TRACE(funcs[f].name + " on " + t.to_string());
       runtime::NDArray out = array({kN}, t);
-      ANVIL_EXPECT_RUNS(m.get_function(funcs[f].name),
-                        tensors({needs_positive ? P : A, B, C, out}));
+      ANVIL_EXPECT_RUNS(m.get_function(funcs[f].name), tensors({needs_positive    ? P
+                                                                : needs_unit      ? U
+                                                                : needs_above_one ? O
+                                                                                  : A,
+                                                                B, C, out}));
       std::vector<T> got = read<T>(out);
       for (int k = 0; k < kN; ++k) {
         long double v = x[k], w = b[k], z = c[k], want = 0;
@@ -613,6 +630,33 @@ void check_intrinsics(DataType t) {
             break;
           case Intrinsic::kCos:
             want = std::cos(v);
+            break;
+          case Intrinsic::kTan:
+            want = std::tan(v);
+            break;
+          case Intrinsic::kAsin:
+            want = std::asin(v);
+            break;
+          case Intrinsic::kAcos:
+            want = std::acos(v);
+            break;
+          case Intrinsic::kAtan:
+            want = std::atan(v);
+            break;
+          case Intrinsic::kSinh:
+            want = std::sinh(v);
+            break;
+          case Intrinsic::kCosh:
+            want = std::cosh(v);
+            break;
+          case Intrinsic::kAsinh:
+            want = std::asinh(v);
+            break;
+          case Intrinsic::kAcosh:
+            want = std::acosh(v);
+            break;
+          case Intrinsic::kAtanh:
+            want = std::atanh(v);
             break;
         }
         ASSERT_NEAR(double(got[k]), double(want), tolerance * (1 + std::fabs(double(want))))

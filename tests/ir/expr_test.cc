@@ -753,6 +753,11 @@ TEST(Call, IntrinsicNamesAndArities) {
       {Intrinsic::kCeil, "ceil", 1},   {Intrinsic::kRound, "round", 1},
       {Intrinsic::kTrunc, "trunc", 1}, {Intrinsic::kFma, "fma", 3},
       {Intrinsic::kSin, "sin", 1},     {Intrinsic::kCos, "cos", 1},
+      {Intrinsic::kTan, "tan", 1},     {Intrinsic::kAsin, "asin", 1},
+      {Intrinsic::kAcos, "acos", 1},   {Intrinsic::kAtan, "atan", 1},
+      {Intrinsic::kSinh, "sinh", 1},   {Intrinsic::kCosh, "cosh", 1},
+      {Intrinsic::kAsinh, "asinh", 1}, {Intrinsic::kAcosh, "acosh", 1},
+      {Intrinsic::kAtanh, "atanh", 1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -138,6 +138,29 @@ TEST(Elementwise, UnaryFloat) {
       {"abs", {}, kExact, -10, 10},
       {"floor", {}, kExact, -10, 10},
       {"ceil", {}, kExact, -10, 10},
+      {"round", {}, kExact, -10, 10},
+      {"selu", {}, kPoly, -5, 5},
+      {"selu", Attrs("selu", {{"alpha", 2.0}, {"gamma", 0.5}}), kPoly, -5, 5},
+      {"celu", {}, kPoly, -5, 5},
+      {"celu", Attrs("celu", {{"alpha", 2.0}}), kPoly, -5, 5},
+      {"softplus", {}, kPoly, -30, 30},
+      {"softsign", {}, kExact, -10, 10},
+      {"thresholded_relu", {}, kExact, -3, 3},
+      {"thresholded_relu", Attrs("thresholded_relu", {{"alpha", -0.5}}), kExact, -3, 3},
+      {"shrink", {}, kExact, -2, 2},
+      {"shrink", Attrs("shrink", {{"bias", 1.5}, {"lambd", 1.5}}), kExact, -3, 3},
+      // libm (sin and cos: LLVM's own), correctly rounded or within an ulp or two.
+      {"sin", {}, kExact, -10, 10},
+      {"cos", {}, kExact, -10, 10},
+      {"tan", {}, kExact, -1.5, 1.5},
+      {"asin", {}, kExact, -1, 1},
+      {"acos", {}, kExact, -1, 1},
+      {"atan", {}, kExact, -10, 10},
+      {"sinh", {}, kExact, -10, 10},
+      {"cosh", {}, kExact, -10, 10},
+      {"asinh", {}, kExact, -10, 10},
+      {"acosh", {}, kExact, 1, 10},
+      {"atanh", {}, kExact, -0.99, 0.99},
   };
   for (const Case& c : cases) {
     Attrs attrs(c.name, c.attrs.values());
@@ -152,6 +175,7 @@ TEST(Elementwise, UnaryInteger) {
     check_unary("abs", Attrs("abs", {}), t, 0, -100, 100);
     check_unary("clip", Attrs("clip", {{"min", -20.0}, {"max", int64_t{30}}}), t, 0, -100, 100);
     check_unary("clip", Attrs("clip", {{"max", int64_t{-5}}}), t, 0, -100, 100);
+    check_unary("sign", Attrs("sign", {}), t, 0, -100, 100);
     // Bounds at the type's limits.
     double tmin = static_cast<double>(t.min_value()), tmax = t == i32 ? 2147483647.0 : 0x1p62;
     check_unary("clip", Attrs("clip", {{"min", tmin}, {"max", tmax}}), t, 0, -100, 100);
@@ -183,6 +207,20 @@ TEST(Elementwise, UnarySpecialValues) {
   check("abs", {kNaN, -kInf, -0.0f});
   check("floor", {kNaN, -kInf, -2.5f, 2.5f});
   check("ceil", {kNaN, kInf, -2.5f, 2.5f});
+  check("round", {kNaN, kInf, -2.5f, 2.5f, 0.5f, 1.5f, -0.5f});  // halves to even
+  check("softplus", {kNaN, -kInf, kInf, 100.0f, -100.0f, 0.0f}, kPoly);
+  check("selu", {kNaN, -kInf, kInf, -0.0f}, kPoly);
+  check("shrink", {kNaN, -kInf, kInf, 0.5f, -0.5f});
+  check("asin", {kNaN, 1.5f, -1.0f, 1.0f});
+  check("acosh", {kNaN, 0.5f, 1.0f, kInf});
+  check("atanh", {kNaN, 1.0f, -1.0f, 2.0f});
+  check("sign", {kNaN, -kInf, kInf, -0.0f, 0.0f, -3.0f, 1e-30f});
+  check("is_nan", {kNaN, -kInf, kInf, 0.0f});
+  check("is_inf", {kNaN, -kInf, kInf, 0.0f});
+  check("is_inf", {kNaN, -kInf, kInf, 0.0f}, kExact,
+        Attrs("is_inf", {{"detect_negative", int64_t{0}}}));
+  check("is_inf", {kNaN, -kInf, kInf, 0.0f}, kExact,
+        Attrs("is_inf", {{"detect_positive", int64_t{0}}}));
 }
 
 // ---- binary
@@ -238,6 +276,7 @@ TEST(Elementwise, NarrowUnsignedAndDoubleTypes) {
     binary("div", t, 1, 100);
     unary("relu", t, -100, 100);
     unary("abs", t, -100, 100);
+    unary("sign", t, -100, 100);
     unary("cast", t, -100, 100, Attrs("cast", {{"to", std::string("float32")}}));
     // A negative float to an unsigned type is undefined (ONNX): from 0.
     unary("cast", f32, t.is_uint() ? 0 : -100, 100, Attrs("cast", {{"to", t.to_string()}}));

@@ -373,6 +373,33 @@ class IRInterpreter {
         case Intrinsic::kCos:
           r = std::cos(x);
           break;
+        case Intrinsic::kTan:
+          r = std::tan(x);
+          break;
+        case Intrinsic::kAsin:
+          r = std::asin(x);
+          break;
+        case Intrinsic::kAcos:
+          r = std::acos(x);
+          break;
+        case Intrinsic::kAtan:
+          r = std::atan(x);
+          break;
+        case Intrinsic::kSinh:
+          r = std::sinh(x);
+          break;
+        case Intrinsic::kCosh:
+          r = std::cosh(x);
+          break;
+        case Intrinsic::kAsinh:
+          r = std::asinh(x);
+          break;
+        case Intrinsic::kAcosh:
+          r = std::acosh(x);
+          break;
+        case Intrinsic::kAtanh:
+          r = std::atanh(x);
+          break;
       }
       out[i] = normalize(op->type, r);
     }

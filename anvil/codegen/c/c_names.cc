@@ -112,7 +112,8 @@ const std::unordered_set<std::string>& reserved_names() {
       "exp", "expf", "exp2", "exp2f", "log", "logf", "log2", "log2f", "sqrt", "sqrtf", "tanh",
       "tanhf", "erf", "erff", "pow", "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf",
       "round", "roundf", "nearbyint", "nearbyintf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf",
-      "cos", "cosf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
+      "cos", "cosf", "tan", "tanf", "asin", "asinf", "acos", "acosf", "atan", "atanf", "sinh",
+      "sinhf", "cosh", "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
       "memset", "malloc", "free",
       // the kernel ABI
       "args", "nargs", "ctx", "lane", "begin", "end", "closure", "captured"};

@@ -240,6 +240,16 @@ llvm::Value* IRGen::emit_math(Intrinsic op, const std::vector<llvm::Value*>& arg
       return call_intrinsic(llvm::Intrinsic::sin, args);
     case Intrinsic::kCos:
       return call_intrinsic(llvm::Intrinsic::cos, args);
+    case Intrinsic::kTan:
+    case Intrinsic::kAsin:
+    case Intrinsic::kAcos:
+    case Intrinsic::kAtan:
+    case Intrinsic::kSinh:
+    case Intrinsic::kCosh:
+    case Intrinsic::kAsinh:
+    case Intrinsic::kAcosh:
+    case Intrinsic::kAtanh:
+      return call_libm(ir::intrinsic_name(op), x);
   }
   fail(str("no code for intrinsic ", ir::intrinsic_name(op)));
 }

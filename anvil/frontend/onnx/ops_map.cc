@@ -707,6 +707,22 @@ const std::map<std::string, MapFn>& op_table() {
                                                           {"Abs", "abs"},
                                                           {"Floor", "floor"},
                                                           {"Ceil", "ceil"},
+                                                          {"Round", "round"},
+                                                          {"Sign", "sign"},
+                                                          {"IsNaN", "is_nan"},
+                                                          {"Softplus", "softplus"},
+                                                          {"Softsign", "softsign"},
+                                                          {"Sin", "sin"},
+                                                          {"Cos", "cos"},
+                                                          {"Tan", "tan"},
+                                                          {"Asin", "asin"},
+                                                          {"Acos", "acos"},
+                                                          {"Atan", "atan"},
+                                                          {"Sinh", "sinh"},
+                                                          {"Cosh", "cosh"},
+                                                          {"Asinh", "asinh"},
+                                                          {"Acosh", "acosh"},
+                                                          {"Atanh", "atanh"},
                                                           {"Not", "logical_not"}})
       t[onnx_op] = unary(op);
     for (const auto& [onnx_op, op] : std::vector<std::pair<const char*, const char*>>{
@@ -748,6 +764,25 @@ const std::map<std::string, MapFn>& op_table() {
       AttrMap a;  // alpha absent: the op's default (ONNX's, 1.0)
       if (c.has_attr("alpha")) a["alpha"] = c.attr_float("alpha", 0.0);
       return Vals{c.emit1("elu", A(a), {c.in(0)}, true)};
+    };
+    // Float attributes passed on when given; absent ones take the op's defaults (ONNX's).
+    auto with_floats = [](const char* op, std::vector<const char*> names) {
+      return [op, names](Ctx& c) {
+        AttrMap a;
+        for (const char* n : names)
+          if (c.has_attr(n)) a[n] = c.attr_float(n, 0.0);
+        return Vals{c.emit1(op, A(a), {c.in(0)}, true)};
+      };
+    };
+    t["Selu"] = with_floats("selu", {"alpha", "gamma"});
+    t["Celu"] = with_floats("celu", {"alpha"});
+    t["ThresholdedRelu"] = with_floats("thresholded_relu", {"alpha"});
+    t["Shrink"] = with_floats("shrink", {"bias", "lambd"});
+    t["IsInf"] = [](Ctx& c) {
+      return Vals{c.emit1("is_inf",
+                          A({{"detect_negative", c.attr_int("detect_negative", 1)},
+                             {"detect_positive", c.attr_int("detect_positive", 1)}}),
+                          {c.in(0)}, true)};
     };
     t["HardSigmoid"] = [](Ctx& c) {
       return Vals{
