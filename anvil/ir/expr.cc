@@ -351,10 +351,10 @@ constexpr IntrinsicInfo kIntrinsics[] = {
     {"tanh", 1}, {"sigmoid", 1}, {"erf", 1},   {"pow", 2},  {"fabs", 1}, {"floor", 1},
     {"ceil", 1}, {"round", 1},   {"trunc", 1}, {"fma", 3},  {"sin", 1},  {"cos", 1},
     {"tan", 1},  {"asin", 1},    {"acos", 1},  {"atan", 1}, {"sinh", 1}, {"cosh", 1},
-    {"asinh", 1}, {"acosh", 1},  {"atanh", 1},
+    {"asinh", 1}, {"acosh", 1},  {"atanh", 1}, {"fmod", 2},
 };
 static_assert(sizeof(kIntrinsics) / sizeof(kIntrinsics[0]) ==
-              static_cast<size_t>(Intrinsic::kAtanh) + 1);
+              static_cast<size_t>(Intrinsic::kFmod) + 1);
 
 }  // namespace
 

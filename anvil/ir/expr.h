@@ -208,6 +208,7 @@ enum class Intrinsic : uint8_t {
   kAsinh,
   kAcosh,
   kAtanh,
+  kFmod,  // C's fmod: the remainder with the dividend's sign, exact
 };
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);

@@ -249,6 +249,45 @@ void register_binary_ops() {
                                                                      : b; },
       [](int64_t a, int64_t b) { return a < b ? a : b; },
       [](uint64_t a, uint64_t b) { return a < b ? a : b; });
+  // mod(a, b; fmod): ONNX Mod. fmod 0 (integers only): the remainder with the divisor's sign
+  // (Python's %); fmod 1: with the dividend's sign (C's fmod, exact for floats). An integer
+  // remainder by 0 is 0 here (undefined in ONNX) and by -1 is 0 (INT_MIN % -1 would trap).
+  register_elementwise(
+      {"mod",
+       {{"fmod",
+         AttrType::kInt,
+         int64_t{0},
+         {one_of({0, 1})},
+         "1: the remainder takes the dividend's sign; 0: the divisor's (integers only)"}}},
+      2,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+        DataType t = common_type(op, in, TypeSet::kNumeric);
+        ANVIL_CHECK(!t.is_float() || attrs.get_int("fmod") == 1, op,
+                    ": attribute 'fmod' must be 1 for float inputs (", t, "), got 0");
+        return t;
+      },
+      [](const std::vector<Expr>& x, const Attrs& attrs) {
+        DataType t = x[0].type();
+        if (t.is_float()) return Call::make(Intrinsic::kFmod, {x[0], x[1]});
+        Expr zero = make_zero(t), one = make_one(t);
+        Expr trivial = x[1] == zero;
+        if (!t.is_uint()) trivial = trivial || x[1] == make_const(t, -1);
+        Expr b = select(trivial, one, x[1]);
+        Expr r = attrs.get_int("fmod") ? truncmod(x[0], b) : floormod(x[0], b);
+        return select(trivial, zero, r);
+      },
+      [](const std::vector<Value>& x, const Attrs& attrs) {
+        if (x[0].is_float) return fval(std::fmod(x[0].f, x[1].f));
+        if (x[0].u) {
+          uint64_t a = static_cast<uint64_t>(x[0].i), b = static_cast<uint64_t>(x[1].i);
+          return ival(b == 0 ? 0 : static_cast<int64_t>(a % b), true);
+        }
+        int64_t a = x[0].i, b = x[1].i;
+        if (b == 0 || b == -1) return ival(0);
+        int64_t r = a % b;  // C: the dividend's sign
+        if (!attrs.get_int("fmod") && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return ival(r);
+      });
   // prelu(x, slope): slope broadcasts to x's shape (ONNX unidirectional broadcasting).
   register_elementwise(
       {"prelu", {}, kKeepsBlocked}, 2, same_type(TypeSet::kFloat),

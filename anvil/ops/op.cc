@@ -271,6 +271,7 @@ std::map<std::string, OpDef>& registry() {
 void register_all() {
   register_elementwise_ops();
   register_elementwise_math_ops();
+  register_indexing_ops();
   register_dense_ops();
   register_conv_ops();
   register_pool_norm_ops();

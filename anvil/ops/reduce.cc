@@ -222,14 +222,14 @@ Expr reduce_body(ReduceKind kind, Expr v, const std::vector<IterVar>& axes, int6
     case ReduceKind::kSum:
       return te::sum(v, axes);
     case ReduceKind::kMean:
-      return te::sum(v * make_const(f32, 1.0 / static_cast<double>(count)), axes);
+      return te::sum(v * make_const(v.type(), 1.0 / static_cast<double>(count)), axes);
     case ReduceKind::kMax:
       return te::max(v, axes);
     case ReduceKind::kMin:
       return te::min(v, axes);
     case ReduceKind::kProd: {
-      Var a("a", f32), b("b", f32);
-      return te::reduce(CommReducer::make(a, b, a * b, make_const(f32, 1.0)), v, axes);
+      Var a("a", v.type()), b("b", v.type());
+      return te::reduce(CommReducer::make(a, b, a * b, make_const(v.type(), 1.0)), v, axes);
     }
   }
   return Expr();
@@ -418,8 +418,8 @@ void register_reduce(const std::string& name, ReduceKind kind) {
         {reduce_spec(name, in[0].shape, attrs).out_shape(), in[0].dtype}};
   };
   def.compute = [name, kind](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-    ANVIL_CHECK(in[0]->dtype == f32, name, ": input is ", in[0]->dtype,
-                ", which compiled code does not take yet (it takes float32)");
+    ANVIL_CHECK(in[0]->dtype == f32 || in[0]->dtype == DataType::Float(64), name, ": input is ",
+                in[0]->dtype, ", which compiled code does not take yet (it takes float32/64)");
     ReduceSpec spec = reduce_spec(name, shape_of(in[0]), attrs);
     return std::vector<te::Tensor>{reduce_compute(name, kind, in[0], spec)};
   };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "anvil/ir/op.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
@@ -47,11 +48,11 @@ inline void check_inputs(const std::string& op, const std::vector<TensorType>& i
               in.size());
 }
 
+// Data movement takes every element type of the references (it only copies elements).
 inline void check_data_type(const std::string& op, const TensorType& t,
                             const char* what = "input") {
-  ANVIL_CHECK(t.dtype == DataType::Float32() || t.dtype == DataType::Int32() ||
-                  t.dtype == DataType::Int64(),
-              op, ": ", what, " must be float32, int32 or int64, not ", t.dtype);
+  ANVIL_CHECK(host::reference_dtype(t.dtype), op, ": ", what,
+              " must be float16/32/64, int8-64, uint8-64 or bool, not ", t.dtype);
 }
 
 // With `allow_empty`, a 0 dimension (an empty tensor: the references handle it, compiled code

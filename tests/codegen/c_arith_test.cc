@@ -519,7 +519,7 @@ void check_intrinsics(DataType t) {
       Intrinsic::kCeil,  Intrinsic::kRound, Intrinsic::kTrunc, Intrinsic::kFma,
       Intrinsic::kSin,   Intrinsic::kCos,   Intrinsic::kTan,   Intrinsic::kAsin,
       Intrinsic::kAcos,  Intrinsic::kAtan,  Intrinsic::kSinh,  Intrinsic::kCosh,
-      Intrinsic::kAsinh, Intrinsic::kAcosh, Intrinsic::kAtanh};
+      Intrinsic::kAsinh, Intrinsic::kAcosh, Intrinsic::kAtanh, Intrinsic::kFmod};
   std::vector<LoweredFunc> funcs;
   for (Intrinsic op : all) {
     for (int lanes : {1, 4}) {
@@ -657,6 +657,9 @@ void check_intrinsics(DataType t) {
             break;
           case Intrinsic::kAtanh:
             want = std::atanh(v);
+            break;
+          case Intrinsic::kFmod:
+            want = std::fmod(v, w);
             break;
         }
         ASSERT_NEAR(double(got[k]), double(want), tolerance * (1 + std::fabs(double(want))))

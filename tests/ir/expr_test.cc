@@ -757,7 +757,7 @@ TEST(Call, IntrinsicNamesAndArities) {
       {Intrinsic::kAcos, "acos", 1},   {Intrinsic::kAtan, "atan", 1},
       {Intrinsic::kSinh, "sinh", 1},   {Intrinsic::kCosh, "cosh", 1},
       {Intrinsic::kAsinh, "asinh", 1}, {Intrinsic::kAcosh, "acosh", 1},
-      {Intrinsic::kAtanh, "atanh", 1},
+      {Intrinsic::kAtanh, "atanh", 1}, {Intrinsic::kFmod, "fmod", 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -291,6 +291,46 @@ TEST(Elementwise, NarrowUnsignedAndDoubleTypes) {
   binary("pow", f64, 0.1, 3);
 }
 
+TEST(Elementwise, Mod) {
+  // The divisor's sign (fmod 0) or the dividend's (fmod 1); by 0 and by -1: 0.
+  for (DataType t : {i32, i64, DataType::Int(8)}) {
+    for (int64_t fmod : {0, 1}) {
+      SCOPED_TRACE(t.to_string() + " fmod " + std::to_string(fmod));
+      CheckOptions opt;
+      opt.lo = -9;
+      opt.hi = 9;
+      opt.gpu = false;
+      check_op("mod", {{{3, 37, 5}, t}, {{37, 1}, t}}, Attrs("mod", {{"fmod", fmod}}), opt);
+    }
+  }
+  CheckOptions opt;
+  opt.gpu = false;
+  opt.inputs = {array_of(std::vector<int32_t>{7, -7, 7, -7, 5, INT32_MIN, 0, 4}, i32),
+                array_of(std::vector<int32_t>{3, 3, -3, -3, 0, -1, 5, 2}, i32)};
+  std::vector<runtime::NDArray> want = lookup("mod").reference(opt.inputs, Attrs("mod", {}));
+  EXPECT_EQ(testing::read<int32_t>(want[0]), (std::vector<int32_t>{1, 2, -2, -1, 0, 0, 0, 0}));
+  check_op("mod", {{{8}, i32}, {{8}, i32}}, Attrs("mod", {}), opt);
+  want = lookup("mod").reference(opt.inputs, Attrs("mod", {{"fmod", int64_t{1}}}));
+  EXPECT_EQ(testing::read<int32_t>(want[0]), (std::vector<int32_t>{1, -1, 1, -1, 0, 0, 0, 0}));
+  check_op("mod", {{{8}, i32}, {{8}, i32}}, Attrs("mod", {{"fmod", int64_t{1}}}), opt);
+  // Unsigned, and floats (exact, as C's fmod).
+  CheckOptions u;
+  u.lo = 0;
+  u.hi = 200;
+  u.gpu = false;
+  check_op("mod", {{{3, 37, 5}, DataType::UInt(8)}, {{37, 1}, DataType::UInt(8)}}, Attrs("mod", {}),
+           u);
+  CheckOptions f;
+  f.lo = -10;
+  f.hi = 10;
+  f.tol = 0;
+  check_op("mod", {{{3, 37, 5}, f32}, {{37, 1}, f32}}, Attrs("mod", {{"fmod", int64_t{1}}}), f);
+  std::string msg = testing::user_error([] {
+    lookup("mod").infer({{{2}, f32}, {{2}, f32}}, Attrs("mod", {}));
+  });
+  EXPECT_NE(msg.find("mod: attribute 'fmod' must be 1 for float inputs"), std::string::npos) << msg;
+}
+
 TEST(Elementwise, IntegerDivTruncatesTowardZero) {
   // ONNX Div on integers truncates; x / 0 is 0 here (undefined in ONNX) and INT_MIN / -1 wraps.
   std::vector<int32_t> a = {7, -7, 7, -7, 9, 5, INT32_MIN, 3, 0, -1};

@@ -116,6 +116,21 @@ TEST(Reduce, LargeShapesUseEveryScheduleRule) {
   check_reduce("reduce_prod", {67, 101}, {1}, 0);
 }
 
+// float64 through the same schedules, within 1e-12 of the references' double sums.
+TEST(Reduce, Float64) {
+  for (const std::string& op : kReduceOps) {
+    SCOPED_TRACE(op);
+    CheckOptions options;
+    options.tol = 1e-12;
+    options.gpu = false;
+    if (op == "reduce_prod") options.lo = 0.5, options.hi = 1.5;
+    for (const auto& [shape, axes] :
+         std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+             {{67, 1001}, {1}}, {{1001, 67}, {0}}, {{9, 37, 129}, {1}}, {{3, 4, 5}, {}}})
+      check_op(op, {{shape, DataType::Float(64)}}, reduce_attrs(op, axes, 0), options);
+  }
+}
+
 // A sum that cancels: the result is near zero, the tolerance relative to sum |x|.
 TEST(Reduce, SumToleranceIsRelativeToTheMagnitude) {
   runtime::NDArray x = runtime::NDArray::empty({4, 3001}, runtime::dl_float32());

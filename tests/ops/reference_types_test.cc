@@ -138,10 +138,10 @@ TEST(ReferenceTypes, CompiledCodeRefusesReferenceOnlyTypes) {
                lookup("cast").compute({x}, Attrs("cast", {{"to", std::string("float16")}}));
              }),
              "cast: the target type is float16, which compiled code does not take yet");
-  te::Tensor d = te::placeholder(to_exprs({2, 3}), f64, "d");
+  te::Tensor d = te::placeholder(to_exprs({2, 3}), f16, "d");
   expect_has(
       testing::user_error([&] { lookup("reduce_sum").compute({d}, Attrs("reduce_sum", {})); }),
-      "reduce_sum: input is float64, which compiled code does not take yet");
+      "reduce_sum: input is float16, which compiled code does not take yet");
 }
 
 // ---- 3-D windows

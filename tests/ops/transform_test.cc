@@ -100,8 +100,8 @@ TEST(Transform, ReshapeErrors) {
   EXPECT_HAS(infer_error("reshape", {{{6}, f32}}, {{"shape", V{-2, 3}}}),
              "reshape: attribute 'shape' [-2, 3] has invalid dimension -2");
   EXPECT_HAS(infer_error("reshape", {{{6}, f32}}, {}), "reshape: missing attribute 'shape'");
-  EXPECT_HAS(infer_error("reshape", {{{6}, DataType::Float(64)}}, {{"shape", V{6}}}),
-             "reshape: input must be float32, int32 or int64, not float64");
+  EXPECT_HAS(infer_error("reshape", {{{6}, DataType::BFloat16()}}, {{"shape", V{6}}}),
+             "reshape: input must be float16/32/64, int8-64, uint8-64 or bool, not bfloat16");
 }
 
 TEST(Transform, Flatten) {

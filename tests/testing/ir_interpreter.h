@@ -400,6 +400,9 @@ class IRInterpreter {
         case Intrinsic::kAtanh:
           r = std::atanh(x);
           break;
+        case Intrinsic::kFmod:
+          r = std::fmod(x, args[1][i]);
+          break;
       }
       out[i] = normalize(op->type, r);
     }

@@ -250,6 +250,8 @@ llvm::Value* IRGen::emit_math(Intrinsic op, const std::vector<llvm::Value*>& arg
     case Intrinsic::kAcosh:
     case Intrinsic::kAtanh:
       return call_libm(ir::intrinsic_name(op), x);
+    case Intrinsic::kFmod:
+      return b_.CreateFRem(args[0], args[1]);
   }
   fail(str("no code for intrinsic ", ir::intrinsic_name(op)));
 }

@@ -741,6 +741,18 @@ const std::map<std::string, MapFn>& op_table() {
          })
       t[onnx_op] = binary(op);
     t["Pow"] = map_pow;
+    t["GatherElements"] = [](Ctx& c) {
+      return Vals{c.emit1("gather_elements", A({{"axis", c.attr_int("axis", 0)}}),
+                          {c.in(0), c.in(1)}, true)};
+    };
+    t["Trilu"] = [](Ctx& c) {
+      int64_t k = c.has_in(1) ? c.int_scalar_in(1, "k") : 0;
+      return Vals{
+          c.emit1("trilu", A({{"upper", c.attr_int("upper", 1)}, {"k", k}}), {c.in(0)}, true)};
+    };
+    t["Mod"] = [](Ctx& c) {
+      return Vals{c.emit1("mod", A({{"fmod", c.attr_int("fmod", 0)}}), {c.in(0), c.in(1)}, true)};
+    };
     t["PRelu"] = [](Ctx& c) {
       // Before opset 7 a 1-D slope of C values applies per channel (dimension 1).
       ValueId slope = legacy_broadcast(c, c.in(1));
