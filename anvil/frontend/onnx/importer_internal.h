@@ -105,6 +105,10 @@ const std::map<std::string, MapFn>& op_table();
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_map_loss.cc): the loss, and for the
+// latter the log-probabilities.
+std::vector<ValueId> map_nll_loss(Ctx& c);
+std::vector<ValueId> map_softmax_cross_entropy_loss(Ctx& c);
 
 // The type a TensorProto declares (its dims and element type), before its data is read.
 ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& what);

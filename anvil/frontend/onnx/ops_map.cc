@@ -750,6 +750,8 @@ const std::map<std::string, MapFn>& op_table() {
       return Vals{
           c.emit1("trilu", A({{"upper", c.attr_int("upper", 1)}, {"k", k}}), {c.in(0)}, true)};
     };
+    t["NegativeLogLikelihoodLoss"] = map_nll_loss;
+    t["SoftmaxCrossEntropyLoss"] = map_softmax_cross_entropy_loss;
     t["Mod"] = [](Ctx& c) {
       return Vals{c.emit1("mod", A({{"fmod", c.attr_int("fmod", 0)}}), {c.in(0), c.in(1)}, true)};
     };
