@@ -109,6 +109,12 @@ std::vector<ValueId> map_batch_norm_training(Ctx& c);
 // latter the log-probabilities.
 std::vector<ValueId> map_nll_loss(Ctx& c);
 std::vector<ValueId> map_softmax_cross_entropy_loss(Ctx& c);
+// CastLike, DepthToSpace, SpaceToDepth, Hardmax and OneHot (ops_map_compose.cc).
+std::vector<ValueId> map_cast_like(Ctx& c);
+std::vector<ValueId> map_depth_to_space(Ctx& c);
+std::vector<ValueId> map_space_to_depth(Ctx& c);
+std::vector<ValueId> map_hardmax(Ctx& c);
+std::vector<ValueId> map_one_hot(Ctx& c);
 
 // The type a TensorProto declares (its dims and element type), before its data is read.
 ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& what);

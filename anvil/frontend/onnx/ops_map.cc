@@ -750,6 +750,11 @@ const std::map<std::string, MapFn>& op_table() {
       return Vals{
           c.emit1("trilu", A({{"upper", c.attr_int("upper", 1)}, {"k", k}}), {c.in(0)}, true)};
     };
+    t["CastLike"] = map_cast_like;
+    t["DepthToSpace"] = map_depth_to_space;
+    t["SpaceToDepth"] = map_space_to_depth;
+    t["Hardmax"] = map_hardmax;
+    t["OneHot"] = map_one_hot;
     t["NegativeLogLikelihoodLoss"] = map_nll_loss;
     t["SoftmaxCrossEntropyLoss"] = map_softmax_cross_entropy_loss;
     t["Mod"] = [](Ctx& c) {
