@@ -61,17 +61,17 @@ inline bool reference_dtype(ir::DataType t) {
          (t.bits() == 8 || t.bits() == 16 || t.bits() == 32 || t.bits() == 64);
 }
 
-// The dtypes compiled code handles: those of the references but float16 (the LLVM back end has
-// no float16 arithmetic here).
+// The dtypes compiled code handles: those of the references (float16 is stored as half and
+// computed in float32, each result rounded back).
 inline bool compiled_dtype(ir::DataType t) {
-  return reference_dtype(t) && !(t.is_float() && t.bits() == 16);
+  return reference_dtype(t);
 }
 
 // Throws naming `op` when compiled code cannot take `t`.
 inline void check_compiled_dtype(const std::string& op, ir::DataType t, const char* what) {
   ANVIL_CHECK(compiled_dtype(t), op, ": ", what, " is ", t,
-              ", which compiled code does not take yet (it takes float32/64, int8-64, uint8-64 "
-              "and bool)");
+              ", which compiled code does not take yet (it takes float16/32/64, int8-64, "
+              "uint8-64 and bool)");
 }
 
 // Element k of an integer or bool tensor as an int64 (uint64 keeps its bit pattern).

@@ -331,6 +331,31 @@ TEST(Elementwise, Mod) {
   EXPECT_NE(msg.find("mod: attribute 'fmod' must be 1 for float inputs"), std::string::npos) << msg;
 }
 
+// float16: stored as half, computed in float32 and rounded back once per op, as the reference
+// rounds its double result once: equal up to a half's ulp (2^-10 relative) where the two
+// roundings differ.
+TEST(Elementwise, Float16) {
+  const DataType f16 = DataType::Float(16);
+  auto check = [&](const std::string& name, std::vector<TensorType> in, Attrs attrs, double lo,
+                   double hi) {
+    SCOPED_TRACE(name);
+    CheckOptions opt;
+    opt.lo = lo;
+    opt.hi = hi;
+    opt.gpu = false;
+    opt.tol = 1e-3;
+    check_op(name, in, Attrs(name, attrs.values()), opt);
+  };
+  TensorType a{{3, 37, 5}, f16}, b{{37, 1}, f16};
+  for (const char* name : {"add", "sub", "mul", "div", "maximum", "less"})
+    check(name, {a, b}, {}, 0.5, 4);
+  for (const char* name : {"relu", "exp", "tanh", "sigmoid", "sqrt", "neg", "abs"})
+    check(name, {a}, {}, 0.1, 4);
+  check("cast", {a}, Attrs("cast", {{"to", std::string("float32")}}), -100, 100);
+  check("cast", {{{3, 37, 5}, f32}}, Attrs("cast", {{"to", std::string("float16")}}), -100, 100);
+  check("cast", {{{3, 37, 5}, f32}}, Attrs("cast", {{"to", std::string("float16")}}), -1e5, 1e5);
+}
+
 TEST(Elementwise, IntegerDivTruncatesTowardZero) {
   // ONNX Div on integers truncates; x / 0 is 0 here (undefined in ONNX) and INT_MIN / -1 wraps.
   std::vector<int32_t> a = {7, -7, 7, -7, 9, 5, INT32_MIN, 3, 0, -1};

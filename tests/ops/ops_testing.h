@@ -19,6 +19,7 @@
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/runtime/device_api.h"
 #include "anvil/support/temp_dir.h"
@@ -50,6 +51,8 @@ inline runtime::NDArray random_array(const TensorType& type, std::mt19937& rng, 
     fill<float>(a, [&] { return static_cast<float>(r()); });
   } else if (t == ir::DataType::Float(64)) {
     fill<double>(a, r);
+  } else if (t == ir::DataType::Float(16)) {
+    fill<uint16_t>(a, [&] { return ops::host::double_to_half(r()); });
   } else if (t.is_bool()) {
     std::uniform_int_distribution<int> d(0, 1);
     fill<uint8_t>(a, [&] { return d(rng); });
@@ -81,6 +84,8 @@ inline double element(const runtime::NDArray& a, int64_t i) {
   bool s = t.code == kDLInt;
   if (t.code == kDLFloat && t.bits == 32) return a.data_as<float>()[i];
   if (t.code == kDLFloat && t.bits == 64) return a.data_as<double>()[i];
+  if (t.code == kDLFloat && t.bits == 16)
+    return ops::host::half_to_double(a.data_as<uint16_t>()[i]);
   if (t.code == kDLFloat) {
     ADD_FAILURE() << "element: unsupported dtype";
     return 0;
