@@ -17,8 +17,10 @@
 
 #include "anvil/autotune/records.h"
 #include "anvil/autotune/task.h"
+#include "anvil/frontend/onnx/importer.h"
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
+#include "anvil/ops/op.h"
 #include "anvil/runtime/device_api.h"
 #include "anvil/runtime/host_cpu.h"
 #include "anvil/runtime/model.h"
@@ -181,7 +183,7 @@ TEST_F(Cli, HelpSucceeds) {
   EXPECT_NE(r.out.find("--input-shape"), std::string::npos) << r.out;
   // Every command's help ends with an example of it.
   for (const std::string cmd :
-       {"", "compile", "run", "inspect", "bench", "tune", "zoo", "zoo list", "zoo export"}) {
+       {"", "compile", "run", "inspect", "bench", "tune", "ops", "zoo", "zoo list", "zoo export"}) {
     r = anvil(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd << ": " << r.out;
@@ -293,6 +295,21 @@ TEST_F(Cli, ZooListNamesEveryModelWithItsInputsAndOutputs) {
   EXPECT_NE(r.out.find("state float32[1, 4, 84, 84] -> q_values float32[1, 18]"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("tokens int64[35, 1] -> logits float32[35, 10000]"), std::string::npos)
+      << r.out;
+}
+
+// Every mapped ONNX op with the opsets of its versions (from ONNX's schemas), every library op.
+TEST_F(Cli, OpsListsTheMappedOnnxOperatorsAndTheLibrary) {
+  Result r = anvil("ops");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& op : frontend::mapped_onnx_ops())
+    EXPECT_NE(r.out.find("\n  " + op + " "), std::string::npos) << op;
+  for (const std::string& op : ops::registered_ops())
+    EXPECT_NE(r.out.find("\n  " + op + " "), std::string::npos) << op;
+  // Versions from ONNX's schemas: Mod came in opset 10 and changed in 13; Trilu is opset 14's.
+  EXPECT_NE(r.out.find("  Mod                         10, 13\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  Trilu                       14\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  gather_elements             injective  (axis)\n"), std::string::npos)
       << r.out;
 }
 

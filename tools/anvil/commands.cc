@@ -590,6 +590,35 @@ void zoo_list_command() {
   }
 }
 
+void ops_command() {
+  std::vector<frontend::OnnxOpSupport> onnx = frontend::onnx_op_support();
+  std::cout << "ONNX operators the importer maps (" << onnx.size()
+            << "; opsets 7 through 17 are the target, 1 through 18 are read), with the opsets "
+               "that define their versions:\n";
+  for (const frontend::OnnxOpSupport& s : onnx) {
+    std::string versions;
+    for (int v : s.versions) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
+    if (versions.empty()) versions = "(no ONNX schema: a function or a newer op)";
+    std::cout << "  " << s.op << std::string(s.op.size() < 28 ? 28 - s.op.size() : 1, ' ')
+              << versions << "\n";
+  }
+  std::vector<std::string> names = ops::registered_ops();
+  std::cout << "\nLibrary operators (" << names.size() << "): fusion pattern, attributes\n";
+  for (const std::string& name : names) {
+    const ops::OpDef& def = ops::lookup(name);
+    std::string attrs;
+    for (const ops::AttrSpec& a : def.attrs) attrs += (attrs.empty() ? "" : ", ") + a.name;
+    std::cout << "  " << name << std::string(name.size() < 28 ? 28 - name.size() : 1, ' ')
+              << ops::pattern_name(def.pattern) << (attrs.empty() ? "" : "  (" + attrs + ")")
+              << "\n";
+  }
+  std::cout << "\nElement types: the reference interpreter takes float16/32/64, int8-64, uint8-64 "
+               "and bool for every op. Compiled code takes all of them for the elementwise ops "
+               "and data movement, float32 and float64 for reductions, and float32 (with int32, "
+               "int64 and bool where the op allows) for the others; a type it does not take is a "
+               "compile error naming the op.\n";
+}
+
 void zoo_export_command(const ZooExportOptions& o) {
   const std::string output = o.output.empty() ? o.name + ".onnx" : o.output;
   check_output_path(output, "-o");

@@ -60,6 +60,11 @@ std::vector<std::string> inspect_stages();
 
 void zoo_list_command();
 
+// `anvil ops`: the ONNX operators the importer maps with the opsets of their versions, then the
+// library's operators with their fusion pattern and attributes, and the element types compiled
+// code takes.
+void ops_command();
+
 // `anvil env`: the CPU, what `target_text` says of the machine (Target::describe: vector width,
 // registers, FMA units, caches, cores, the measured peak) and the kernel's huge page mode.
 void env_command(const std::string& target_text);

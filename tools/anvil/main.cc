@@ -373,6 +373,11 @@ int main(int argc, char** argv) {
       ->type_name("TARGET");
   env->footer("Examples:\n  anvil env\n  anvil env --target 'llvm -mcpu=znver4'");
 
+  CLI::App* ops_cmd = app.add_subcommand(
+      "ops",
+      "The ONNX operators the importer maps (with their opsets) and the library's operators");
+  ops_cmd->footer("Example:\n  anvil ops");
+
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
   zoo->add_subcommand("list", "Names, descriptions, inputs and outputs");
@@ -430,6 +435,8 @@ int main(int argc, char** argv) {
       bench_worker_command(bench_worker_records, bench_worker_any_cpu);
     } else if (env->parsed()) {
       env_command(env_target);
+    } else if (ops_cmd->parsed()) {
+      ops_command();
     } else if (zoo->got_subcommand("list")) {
       zoo_list_command();
     } else if (ze->parsed()) {

@@ -4,6 +4,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <climits>
@@ -615,6 +616,21 @@ std::vector<std::string> mapped_onnx_ops() {
   std::vector<std::string> v;
   for (const auto& [name, fn] : onnx_detail::op_table()) v.push_back(name);
   return v;
+}
+
+std::vector<OnnxOpSupport> onnx_op_support() {
+  std::vector<OnnxOpSupport> out;
+  for (const std::string& op : mapped_onnx_ops()) {
+    OnnxOpSupport s{op, {}};
+    for (int v = 18; v >= 1;) {
+      const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(op, v, "");
+      if (!schema) break;
+      s.versions.insert(s.versions.begin(), schema->since_version());
+      v = schema->since_version() - 1;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 runtime::NDArray load_onnx_tensor(const std::string& path) {

@@ -54,6 +54,16 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const ImportOptions& op
 // The ONNX op types (default domain) the importer maps.
 std::vector<std::string> mapped_onnx_ops();
 
+// One mapped ONNX op and the opsets in which ONNX defines a version of it, up to the newest the
+// importer reads (18): `versions` are those versions' first opsets, oldest first (the ONNX
+// library's schemas). Opsets 7 through 17 are the importer's target; older ones are read on a
+// best-effort basis.
+struct OnnxOpSupport {
+  std::string op;
+  std::vector<int> versions;
+};
+std::vector<OnnxOpSupport> onnx_op_support();
+
 // A serialized TensorProto (the conformance data's input_*.pb / output_*.pb) as an NDArray.
 runtime::NDArray load_onnx_tensor(const std::string& path);
 
