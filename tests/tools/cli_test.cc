@@ -200,8 +200,9 @@ TEST_F(Cli, HelpSucceeds) {
 
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
-  expect_error("frobnicate", 1,
-               {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, env, zoo"});
+  expect_error(
+      "frobnicate", 1,
+      {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, env, ops, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});
