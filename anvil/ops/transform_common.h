@@ -120,19 +120,13 @@ inline void copy_elem(const runtime::NDArray& src, int64_t si, const runtime::ND
               static_cast<const char*>(src.data()) + static_cast<size_t>(si) * b, b);
 }
 
+// Element i set to v in the tensor's own type (data movement takes every reference type).
 inline void set_elem(const runtime::NDArray& dst, int64_t i, double v) {
-  DLDataType t = dst.dtype();
-  if (t.code == kDLFloat) {
-    dst.data_as<float>()[i] = static_cast<float>(v);
-  } else if (t.bits == 32) {
-    dst.data_as<int32_t>()[i] = static_cast<int32_t>(v);
-  } else {
-    dst.data_as<int64_t>()[i] = static_cast<int64_t>(v);
-  }
+  host::write_f64(dst, i, v);
 }
 
 inline int64_t get_int_elem(const runtime::NDArray& a, int64_t i) {
-  return a.dtype().bits == 32 ? a.data_as<int32_t>()[i] : a.data_as<int64_t>()[i];
+  return host::read_i64(a, i);
 }
 
 // Calls fn(coord) for every coordinate of `shape` in row-major order.

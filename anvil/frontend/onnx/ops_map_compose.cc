@@ -43,7 +43,8 @@ std::vector<ValueId> map_depth_to_space(Ctx& c) {
   std::vector<int64_t> s = c.type(0).shape;
   int64_t b = c.attr_int("blocksize", 0);
   ANVIL_CHECK(s.size() == 4, "input ", ops::to_string(c.type(0)), " must have rank 4");
-  ANVIL_CHECK(b >= 1 && s[1] % (b * b) == 0, "attribute 'blocksize' = ", b,
+  // b <= C / b first: the square of a huge blocksize would overflow.
+  ANVIL_CHECK(b >= 1 && b <= s[1] / b && s[1] % (b * b) == 0, "attribute 'blocksize' = ", b,
               " must be positive and its square must divide the channels (", s[1], ")");
   std::string mode = c.attr_string("mode", "DCR");
   ANVIL_CHECK(mode == "DCR" || mode == "CRD", "attribute 'mode' is '", mode,
@@ -63,8 +64,9 @@ std::vector<ValueId> map_space_to_depth(Ctx& c) {
   std::vector<int64_t> s = c.type(0).shape;
   int64_t b = c.attr_int("blocksize", 0);
   ANVIL_CHECK(s.size() == 4, "input ", ops::to_string(c.type(0)), " must have rank 4");
-  ANVIL_CHECK(b >= 1 && s[2] % b == 0 && s[3] % b == 0, "attribute 'blocksize' = ", b,
-              " must be positive and divide the height and width (", s[2], ", ", s[3], ")");
+  ANVIL_CHECK(b >= 1 && b <= s[2] && b <= s[3] && s[2] % b == 0 && s[3] % b == 0,
+              "attribute 'blocksize' = ", b, " must be positive and divide the height and width (",
+              s[2], ", ", s[3], ")");
   int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
   ValueId x =
       c.emit1("reshape", A({{"shape", std::vector<int64_t>{n, ch, h, b, w, b}}}), {c.in(0)});
