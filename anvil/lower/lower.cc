@@ -5,6 +5,7 @@
 
 #include "anvil/arith/simplify.h"
 #include "anvil/ir/printer.h"
+#include "anvil/ir/visitor.h"
 #include "anvil/support/error.h"
 #include "anvil/transform/flatten_storage.h"
 #include "anvil/transform/hoist_guards.h"
@@ -44,6 +45,14 @@ void check_arguments(const te::Schedule& schedule, const std::vector<te::Tensor>
     }
   }
 }
+
+// Device code cannot report an error, so GPU kernels drop run-time checks (the ops that declare
+// them, such as gather, still clamp what they read).
+class DropAsserts : public ir::IRMutator {
+ protected:
+  using ir::IRMutator::visit;
+  ir::Stmt visit(const ir::AssertStmt* op) override { return mutate(op->body); }
+};
 
 }  // namespace
 
@@ -108,7 +117,9 @@ ir::DeviceFunc lower_gpu(const te::Schedule& schedule, const std::vector<te::Ten
   ANVIL_CHECK(target.is_gpu(), "lower_gpu '", name, "': target '", target.str(),
               "' is not a GPU target");
   ANVIL_CHECK(options.stop_after.empty(), "lower_gpu '", name, "': stop_after applies to lower()");
-  ir::DeviceFunc f = transform::split_host_device(lower(schedule, args, name, options), target);
+  ir::LoweredFunc host = lower(schedule, args, name, options);
+  host.body = transform::remove_no_op(DropAsserts().mutate(host.body));
+  ir::DeviceFunc f = transform::split_host_device(host, target);
   for (const std::string& p : options.print_after) {
     if (p != "split" && p != "all") continue;
     std::ostream& out = options.dump_to ? *options.dump_to : std::cerr;

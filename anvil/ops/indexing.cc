@@ -43,18 +43,19 @@ void register_gather_elements() {
         std::vector<int64_t> dshape = shape_of(data);
         size_t axis = static_cast<size_t>(axis_of(attrs, dshape.size()));
         int64_t n = dshape[axis];
-        return std::vector<te::Tensor>{te::compute(
-            to_exprs(shape_of(indices)),
-            [&](const std::vector<Var>& i) {
-              DataType it = indices->dtype;
-              Expr k = indices(exprs(i));
-              k = select(k < make_zero(it), k + make_const(it, n), k);
-              // Out-of-range indices (an error in ONNX) are clamped, never read outside data.
-              std::vector<Expr> didx = exprs(i);
-              didx[axis] = cast(DataType::Int32(), clamp_index(k, n));
-              return data(didx);
-            },
-            name)};
+        return std::vector<te::Tensor>{
+            te::compute(to_exprs(shape_of(indices)),
+                        [&](const std::vector<Var>& i) {
+                          DataType it = indices->dtype;
+                          Expr k = indices(exprs(i));
+                          k = select(k < make_zero(it), k + make_const(it, n), k);
+                          // Out-of-range indices (an error in ONNX) are clamped, never read outside
+                          // data.
+                          std::vector<Expr> didx = exprs(i);
+                          didx[axis] = cast(DataType::Int32(), clamp_index(k, n));
+                          return data(didx);
+                        },
+                        name, {index_check(name, indices, n, static_cast<int64_t>(axis))})};
       },
       [name, axis_of](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
         std::vector<int64_t> dshape = in[0].shape(), ishape = in[1].shape();

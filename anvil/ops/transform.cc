@@ -454,7 +454,7 @@ void register_gather() {
               didx.insert(didx.end(), i.begin() + static_cast<ptrdiff_t>(a + r), i.end());
               return data(didx);
             },
-            name)};
+            name, {index_check(name, indices, n, axis)})};
       },
       [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
         std::vector<int64_t> dshape = host_shapes(in[0]), ishape = host_shapes(in[1]);

@@ -80,6 +80,22 @@ inline Expr clamp_index(Expr e, int64_t extent) {
   return min(max(e, 0), static_cast<int>(extent - 1));
 }
 
+// The run-time check of an index-taking op: every element of `indices` lies in [-extent, extent)
+// (ONNX counts negative indices from the end). Checked once over the indices before the op runs;
+// the op still clamps what it reads, for the GPU, where kernels cannot report errors.
+inline te::Check index_check(const std::string& op, const te::Tensor& indices, int64_t extent,
+                             int64_t axis) {
+  DataType it = indices->dtype;
+  return te::check_all(
+      indices->shape,
+      [&](const std::vector<Var>& i) {
+        Expr k = indices(std::vector<Expr>(i.begin(), i.end()));
+        return k >= make_const(it, -extent) && k < make_const(it, extent);
+      },
+      str(op, ": an index is out of range for axis ", axis, " of size ", extent,
+          " (valid: ", -extent, " to ", extent - 1, ")"));
+}
+
 // Row-major coordinates of flat offset `flat` in `shape`.
 inline std::vector<Expr> unflatten(Expr flat, const std::vector<int64_t>& shape) {
   std::vector<Expr> idx(shape.size());

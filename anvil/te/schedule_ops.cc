@@ -158,6 +158,10 @@ class LoopBuilder {
     ranges_.resize(stages_.size());
     info_.resize(stages_.size());
     realized_.resize(stages_.size());
+    checks_.resize(stages_.size());
+    for (size_t i = 0; i < stages_.size(); ++i) {
+      if (stages_[i].tensor.is_compute()) checks_[i] = stages_[i].tensor->checks;
+    }
   }
 
   Stmt build() {
@@ -180,7 +184,9 @@ class LoopBuilder {
     ANVIL_CHECK(!roots.empty(), "schedule: nothing to compute");
     Stmt result;
     for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
+      int first = it + 1 == roots.rend() ? 0 : *(it + 1) + 1;
       Stmt s = stage_stmt(*it);
+      if (Stmt checks = check_stmts(first, *it, roots); checks.defined()) s = Seq::make(checks, s);
       result = result.defined() ? Seq::make(s, result) : s;
       if (!stages_[static_cast<size_t>(*it)].is_output) {
         result = Allocate::make(realized_[static_cast<size_t>(*it)].buffer, result);
@@ -194,11 +200,39 @@ class LoopBuilder {
     for (size_t i = 0; i < stages_.size(); ++i) {
       const StageState& st = stages_[i];
       if (st.attach != AttachKind::kInline) continue;
+      InlineLoads inline_loads(st.tensor->buffer.get(), st.axis, st.body);
       for (size_t j = i + 1; j < stages_.size(); ++j) {
-        stages_[j].body =
-            InlineLoads(st.tensor->buffer.get(), st.axis, st.body).mutate(stages_[j].body);
+        stages_[j].body = inline_loads.mutate(stages_[j].body);
+        for (Check& c : checks_[j]) c.condition = inline_loads.mutate(c.condition);
       }
     }
+  }
+
+  // The checks of stages first..last (the stages that end up in root stage `last`), each a serial
+  // loop nest of assertions run before that root stage; undefined when there are none. What they
+  // read must be ready by then: an input, or a root stage computed before.
+  Stmt check_stmts(int first, int last, const std::vector<int>& roots) const {
+    std::vector<Stmt> stmts;
+    for (int j = first; j <= last; ++j) {
+      for (const Check& c : checks_[static_cast<size_t>(j)]) {
+        for (size_t k = 0; k < stages_.size(); ++k) {
+          const StageState& st = stages_[k];
+          if (!st.tensor.is_compute() || !reads_buffer(c.condition, st.tensor->buffer.get()))
+            continue;
+          bool ready = static_cast<int>(k) < first &&
+                       std::find(roots.begin(), roots.end(), static_cast<int>(k)) != roots.end();
+          ANVIL_CHECK(ready, "schedule: the check '", c.message, "' of '",
+                      stages_[static_cast<size_t>(j)].tensor.name(), "' reads '", st.tensor.name(),
+                      "', which is not computed before it at the top level");
+        }
+        Stmt s = AssertStmt::make(c.condition, c.message, Evaluate::make(0));
+        for (auto a = c.axis.rbegin(); a != c.axis.rend(); ++a) {
+          s = For::make((*a)->var, (*a)->dom.min, (*a)->dom.extent, ForKind::kSerial, s);
+        }
+        stmts.push_back(s);
+      }
+    }
+    return stmts.empty() ? Stmt() : Seq::make(stmts);
   }
 
   // After inlining, a stage computed at a consumer's loop must be read by that consumer itself.
@@ -508,6 +542,7 @@ class LoopBuilder {
     std::vector<Expr> offset;
   };
   std::vector<Realized> realized_;
+  std::vector<std::vector<Check>> checks_;  // per stage, with inlined stages substituted
   std::unordered_map<const BufferNode*, RealizeLoads::Target> targets_;
   std::unordered_map<const IterVarNode*, std::vector<int>> attached_;
 };

@@ -70,31 +70,73 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name) {
   return Tensor(node);
 }
 
-Tensor compute(std::vector<Expr> shape,
-               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name) {
-  check_shape(shape, name);
+namespace {
+
+// One data-parallel axis per dimension of `shape`, named i, j, k, l, i4, ...
+std::vector<IterVar> data_axes(const std::vector<Expr>& shape) {
   static const char* const kAxisNames[] = {"i", "j", "k", "l"};
-  std::vector<Var> vars;
   std::vector<IterVar> axis;
   for (size_t d = 0; d < shape.size(); ++d) {
     std::string axis_name = d < 4 ? kAxisNames[d] : "i" + std::to_string(d);
-    Var v(axis_name, shape[d].type());
-    vars.push_back(v);
-    axis.push_back(
-        IterVar::make(v, Range::make(make_zero(shape[d].type()), shape[d]), IterKind::kDataPar));
+    axis.push_back(IterVar::make(Var(axis_name, shape[d].type()),
+                                 Range::make(make_zero(shape[d].type()), shape[d]),
+                                 IterKind::kDataPar));
   }
+  return axis;
+}
 
-  std::vector<Tensor> reads;
+std::vector<Var> vars_of(const std::vector<IterVar>& axis) {
+  std::vector<Var> vars;
+  for (const IterVar& iv : axis) vars.push_back(iv->var);
+  return vars;
+}
+
+// f(), with the tensors it reads appended to `reads` (first-read order, no repeats).
+template <typename F>
+Expr recording_reads(std::vector<Tensor>* reads, const F& f) {
   std::vector<Tensor>* saved = reads_in_progress;
-  reads_in_progress = &reads;
-  Expr body;
+  reads_in_progress = reads;
+  Expr e;
   try {
-    body = fcompute(vars);
+    e = f();
   } catch (...) {
     reads_in_progress = saved;
     throw;
   }
   reads_in_progress = saved;
+  return e;
+}
+
+}  // namespace
+
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name) {
+  return compute(std::move(shape), fcompute, std::move(name), {});
+}
+
+Check check_all(std::vector<Expr> shape,
+                const std::function<Expr(const std::vector<Var>&)>& fcondition,
+                std::string message) {
+  check_shape(shape, "check");
+  std::vector<IterVar> axis = data_axes(shape);
+  std::vector<Var> vars = vars_of(axis);
+  std::vector<Tensor> reads;
+  Expr condition = recording_reads(&reads, [&] { return fcondition(vars); });
+  ANVIL_CHECK(condition.defined() && condition.type() == DataType::Bool(), "check '", message,
+              "': the condition must be a bool");
+  Check c{std::move(axis), std::move(condition), std::move(message), {}};
+  for (Tensor& t : reads) c.inputs.push_back(std::move(t));
+  return c;
+}
+
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name,
+               std::vector<Check> checks) {
+  check_shape(shape, name);
+  std::vector<IterVar> axis = data_axes(shape);
+  std::vector<Var> vars = vars_of(axis);
+  std::vector<Tensor> reads;
+  Expr body = recording_reads(&reads, [&] { return fcompute(vars); });
   ANVIL_CHECK(body.defined(), "compute '", name, "': the body is undefined");
   ANVIL_CHECK(body.type().is_scalar(), "compute '", name, "': the body must be a scalar, not ",
               body.type());
@@ -135,7 +177,16 @@ Tensor compute(std::vector<Expr> shape,
   node->axis = std::move(axis);
   node->reduce_axis = std::move(reduce_axis);
   node->body = std::move(body);
+  // A check's reads become inputs too: the check runs where they are ready.
+  for (const Check& c : checks) {
+    for (const auto& t : c.inputs) {
+      bool known =
+          std::any_of(reads.begin(), reads.end(), [&](const Tensor& r) { return r.same_as(t); });
+      if (!known) reads.push_back(Tensor(t.get()));
+    }
+  }
   for (Tensor& t : reads) node->inputs.push_back(std::move(t));
+  node->checks = std::move(checks);
   return Tensor(node);
 }
 

@@ -18,6 +18,17 @@ using ir::Expr;
 using ir::IterVar;
 using ir::Var;
 
+// A run-time precondition of a compute: `condition` holds at every point of `axis`'s domain, or
+// the kernel fails with `message` before computing anything. It reads only the compute's inputs,
+// so it runs once over them (e.g. over a gather's indices, not over every output element).
+struct TensorNode;
+struct Check {
+  std::vector<IterVar> axis;
+  Expr condition;
+  std::string message;
+  std::vector<ir::Ref<TensorNode>> inputs;  // the tensors the condition reads
+};
+
 // A tensor is the single output of its operation: a placeholder (an input) or a compute.
 struct TensorNode final : ir::RefCounted {
   enum class Kind { kPlaceholder, kCompute };
@@ -32,6 +43,7 @@ struct TensorNode final : ir::RefCounted {
   std::vector<IterVar> reduce_axis;
   Expr body;
   std::vector<ir::Ref<TensorNode>> inputs;
+  std::vector<Check> checks;  // compute only: preconditions on its inputs
 };
 
 class Tensor : public ir::Ref<TensorNode> {
@@ -57,6 +69,15 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name);
 // the body reads a tensor outside this library or has the wrong shape of indices.
 Tensor compute(std::vector<Expr> shape,
                const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name);
+// A compute with run-time preconditions on its inputs (see Check). A tensor a check reads becomes
+// an input of the compute.
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name,
+               std::vector<Check> checks);
+// The check that fcondition({i0, i1, ...}) holds for every point of `shape`.
+Check check_all(std::vector<Expr> shape,
+                const std::function<Expr(const std::vector<Var>&)>& fcondition,
+                std::string message);
 // Conveniences for 1-, 2-, 3- and 4-dimensional computes.
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var)>& f, std::string name);
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var)>& f, std::string name);

@@ -332,6 +332,28 @@ TEST(ControlFlow, StaticShapeLimitsAreClearErrors) {
   }
 }
 
+// x[s : s + 2] with s known only at run time is a gather of s and s + 1, clamped to the axis
+// before the gather (which refuses an index out of range), as the reference interpreter does.
+TEST(ControlFlow, RunTimeSliceStartIsClampedToTheAxis) {
+  OnnxModel m;
+  m.input("x", {5});
+  m.input("s", {1}, ::onnx::TensorProto::INT64);
+  m.output("y");
+  m.init_ints("two", {1}, {2});
+  m.node("Add", {"s", "two"}, {"e"}, "end");
+  m.node("Slice", {"x", "s", "e"}, {"y"}, "window");
+  graph::Graph g = frontend::import_onnx_bytes(m.bytes());
+  graph::CompiledGraph cg = graph::CompiledGraph::build(g, Target::host(), {});
+  NDArray x = NDArray::empty({5}, runtime::dl_float32());
+  for (int i = 0; i < 5; ++i) x.data_as<float>()[i] = static_cast<float>(10 + i);
+  for (auto [start, want] : std::vector<std::pair<int64_t, std::vector<float>>>{
+           {1, {11, 12}}, {-2, {13, 14}}, {4, {14, 14}}, {9, {14, 14}}, {-9, {10, 10}}}) {
+    NDArray s = NDArray::empty({1}, DLDataType{kDLInt, 64, 1});
+    s.data_as<int64_t>()[0] = start;
+    check(g, cg, {x, s}, {want}, "start " + std::to_string(start));
+  }
+}
+
 // A loop on constants is evaluated by the compiler when its trip count is small; a long one (or a
 // while loop) is left to run time instead of running in every build.
 TEST(ControlFlow, ConstantLoopsFoldOnlyWhenShort) {

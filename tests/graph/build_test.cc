@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -260,6 +261,38 @@ TEST(Build, InputErrorsAndConcurrentRuns) {
   for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = cg.run(in); });
   for (std::thread& t : threads) t.join();
   for (const auto& o : got) expect_close(o, want, "concurrent run");
+}
+
+// An index out of range fails the run naming the node, as ONNX Runtime does, where compiled code
+// would otherwise read a clamped row; the check reads the indices through the cast fused before
+// the gather.
+TEST(Build, OutOfRangeGatherIndexFailsNamingTheNode) {
+  Graph g;
+  ValueId table = g.add_input("table", {{10, 4}, f32});
+  ValueId ids = g.add_input("ids", {{3}, ir::DataType::Int32()});
+  ValueId wide = g.add("widen", "cast", Attrs("cast", {{"to", std::string("int64")}}), {ids});
+  ValueId rows = g.add("lookup", "gather", Attrs(), {table, wide});
+  g.add_output(g.add("act", "relu", Attrs(), {rows}));
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  EXPECT_EQ(cg.num_kernels(), 1u) << cg.summary();
+  runtime::NDArray t = random_array({10, 4}, 3);
+  runtime::NDArray good = runtime::NDArray::empty({3}, runtime::dl_int32());
+  const int32_t good_ids[] = {0, -1, 9};
+  std::memcpy(good.data(), good_ids, sizeof(good_ids));
+  expect_close(cg.run({t, good}), interpret(g, {t, good}), "in range");
+  runtime::NDArray bad = runtime::NDArray::empty({3}, runtime::dl_int32());
+  const int32_t bad_ids[] = {0, 99, 9};
+  std::memcpy(bad.data(), bad_ids, sizeof(bad_ids));
+  try {
+    cg.run({t, bad});
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'lookup'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("gather: an index is out of range for axis 0 of size 10 (valid: -10 to 9)"),
+              std::string::npos)
+        << msg;
+  }
 }
 
 // What `anvil inspect` shows: the optimized graph without compiling, and each kernel's loop IR,

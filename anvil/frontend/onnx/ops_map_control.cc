@@ -213,7 +213,7 @@ bool is_dynamic_slice(const Ctx& c) {
 
 // The slice is_dynamic_slice accepts: a gather of the k indices start, start + step, ... . Its
 // length is known; where it would run past the axis (a shorter result in ONNX), the indices are
-// clamped to the axis.
+// clamped to the axis before the gather.
 Vals map_dynamic_slice(Ctx& c) {
   ValueId starts = c.in(1), ends = c.in(2);
   int64_t so = affine_form(c.g, starts).second, eo = affine_form(c.g, ends).second;
@@ -242,6 +242,17 @@ Vals map_dynamic_slice(Ctx& c) {
   }
   ValueId indices =
       c.emit1("add", ops::Attrs("add", {}), {starts, c.constant(c.name() + "_offsets", offsets)});
+  // Clamped into [-dim, dim - 1] here: gather refuses an index outside it at run time.
+  auto bound = [&](const char* which, int64_t v) {
+    runtime::NDArray b = runtime::NDArray::empty({1}, ops::to_dlpack(it));
+    if (it == DataType::Int64())
+      b.data_as<int64_t>()[0] = v;
+    else
+      b.data_as<int32_t>()[0] = static_cast<int32_t>(v);
+    return c.constant(c.name() + which, b);
+  };
+  indices = c.emit1("maximum", ops::Attrs("maximum", {}), {indices, bound("_low", -dim)});
+  indices = c.emit1("minimum", ops::Attrs("minimum", {}), {indices, bound("_high", dim - 1)});
   return {c.emit1("gather", ops::Attrs("gather", {{"axis", axis}}), {c.in(0), indices}, true)};
 }
 
