@@ -102,6 +102,8 @@ class Ctx {
 // Maps one node: returns the values of its outputs (in order; -1 for outputs it does not give).
 using MapFn = std::function<std::vector<ValueId>(Ctx&)>;
 const std::map<std::string, MapFn>& op_table();
+// The elementwise ops of op_table (ops_map_elementwise.cc).
+void add_elementwise_ops(std::map<std::string, MapFn>& table);
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);
