@@ -96,6 +96,32 @@ inline te::Check index_check(const std::string& op, const te::Tensor& indices, i
           " (valid: ", -extent, " to ", extent - 1, ")"));
 }
 
+// The run-time check of gather_nd's and scatter_nd's index tuples (the last axis of `indices`):
+// element j of a tuple indexes data's dimension `first + j`.
+inline te::Check nd_index_check(const std::string& op, const te::Tensor& indices,
+                                const std::vector<int64_t>& dshape, size_t first) {
+  std::vector<int64_t> ishape = shape_of(indices);
+  int64_t k = ishape.back();
+  std::string ranges;
+  for (int64_t j = 0; j < k; ++j) {
+    ranges += (j ? ", " : "") + std::to_string(dshape[first + static_cast<size_t>(j)]);
+  }
+  DataType it = indices->dtype;
+  return te::check_all(
+      indices->shape,
+      [&](const std::vector<Var>& i) {
+        Expr n = make_const(it, dshape[first + static_cast<size_t>(k - 1)]);
+        for (int64_t j = k - 1; j-- > 0;) {
+          n = select(i.back() == static_cast<int>(j),
+                     make_const(it, dshape[first + static_cast<size_t>(j)]), n);
+        }
+        Expr v = indices(exprs(i));
+        return v >= make_zero(it) - n && v < n;
+      },
+      str(op, ": an index is out of range for the dimensions it indexes (sizes ", ranges,
+          "; valid: -size to size - 1)"));
+}
+
 // Row-major coordinates of flat offset `flat` in `shape`.
 inline std::vector<Expr> unflatten(Expr flat, const std::vector<int64_t>& shape) {
   std::vector<Expr> idx(shape.size());

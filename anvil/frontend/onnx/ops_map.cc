@@ -621,6 +621,29 @@ const std::map<std::string, MapFn>& op_table() {
       return Vals{c.emit1("gather_elements", A({{"axis", c.attr_int("axis", 0)}}),
                           {c.in(0), c.in(1)}, true)};
     };
+    t["GatherND"] = [](Ctx& c) {
+      return Vals{c.emit1("gather_nd", A({{"batch_dims", c.attr_int("batch_dims", 0)}}),
+                          {c.in(0), c.in(1)}, true)};
+    };
+    auto scatter_elements = [](Ctx& c) {
+      return Vals{c.emit1("scatter_elements",
+                          A({{"axis", c.attr_int("axis", 0)},
+                             {"reduction", c.attr_string("reduction", "none")}}),
+                          {c.in(0), c.in(1), c.in(2)}, true)};
+    };
+    t["ScatterElements"] = scatter_elements;
+    t["Scatter"] = scatter_elements;  // opsets 9 and 10: ScatterElements before its rename
+    t["ScatterND"] = [](Ctx& c) {
+      return Vals{c.emit1("scatter_nd", A({{"reduction", c.attr_string("reduction", "none")}}),
+                          {c.in(0), c.in(1), c.in(2)}, true)};
+    };
+    t["CumSum"] = [](Ctx& c) {
+      return Vals{c.emit1("cumsum",
+                          A({{"axis", c.int_scalar_in(1, "axis")},
+                             {"exclusive", c.attr_int("exclusive", 0)},
+                             {"reverse", c.attr_int("reverse", 0)}}),
+                          {c.in(0)}, true)};
+    };
     t["Trilu"] = [](Ctx& c) {
       int64_t k = c.has_in(1) ? c.int_scalar_in(1, "k") : 0;
       return Vals{
