@@ -74,6 +74,7 @@
 #include <numeric>
 
 #include "anvil/ir/op.h"
+#include "anvil/ir/visitor.h"
 #include "anvil/ops/families.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/recurrent_dense.h"
@@ -475,6 +476,33 @@ Found find_stages(const te::Tensor& out) {
   // bias, relu) is not this schedule's; the builder then gives it the product's own output.
   ANVIL_CHECK(f.acc->body.as<Reduce>(), "dense schedule: '", out.name(),
               "' is neither the product nor computed directly from it");
+  // The tiles computed at the output's blocks assume the output reads the product where it
+  // writes: an epilogue that moves elements (a reshape or transpose) is the builder's to split
+  // off (a reshape to the same shape lowered into loops that read an unbound variable).
+  if (f.acc.get() != out.get()) {
+    class ProductReads : public ir::IRVisitor {
+     public:
+      ProductReads(const ir::BufferNode* b, const std::vector<IterVar>& axis)
+          : b_(b), axis_(axis) {}
+      using ir::IRVisitor::visit;
+      void visit(const Load* op) override {
+        ir::IRVisitor::visit(op);
+        if (op->buffer.get() != b_) return;
+        bool same = op->indices.size() == axis_.size();
+        for (size_t d = 0; same && d < axis_.size(); ++d)
+          same = op->indices[d].same_as(axis_[d]->var);
+        moved = moved || !same;
+      }
+      bool moved = false;
+
+     private:
+      const ir::BufferNode* b_;
+      const std::vector<IterVar>& axis_;
+    } reads(f.acc->buffer.get(), out->axis);
+    reads.visit(out->body);
+    ANVIL_CHECK(!reads.moved, "dense schedule: '", out.name(),
+                "' reads the product at other positions than its own");
+  }
   return f;
 }
 

@@ -263,6 +263,23 @@ TEST(Build, InputErrorsAndConcurrentRuns) {
   for (const auto& o : got) expect_close(o, want, "concurrent run");
 }
 
+// A product whose epilogue moves elements (here a reshape to the same shape, the model's output,
+// so it is not simplified away) is scheduled on its own output and the reshape after it: the
+// product's tiles assume the epilogue reads it where it writes (it lowered into a loop nest that
+// read an unbound variable).
+TEST(Build, BatchedMatmulWithReshapeEpilogue) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 5}, {6, 5}, {5, 6}}) {
+    Graph g;
+    ValueId a = g.add_input("a", {{2, 3, 4}, f32});
+    ValueId b = g.add_input("b", {{2, 4, 5}, f32});
+    ValueId m = g.add("mm", "matmul", Attrs(), {a, b});
+    g.add_output(g.add("r", "reshape", Attrs("reshape", {{"shape", shape}}), {m}));
+    CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+    std::vector<runtime::NDArray> in = random_inputs(g);
+    expect_close(cg.run(in), interpret(g, in), "reshape epilogue");
+  }
+}
+
 // An index out of range fails the run naming the node, as ONNX Runtime does, where compiled code
 // would otherwise read a clamped row; the check reads the indices through the cast fused before
 // the gather.

@@ -107,6 +107,8 @@ void add_elementwise_ops(std::map<std::string, MapFn>& table);
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);
+// MeanVarianceNormalization (ops_map_norm.cc).
+std::vector<ValueId> map_mean_variance_normalization(Ctx& c);
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_map_loss.cc): the loss, and for the
 // latter the log-probabilities.
 std::vector<ValueId> map_nll_loss(Ctx& c);
@@ -117,6 +119,11 @@ std::vector<ValueId> map_depth_to_space(Ctx& c);
 std::vector<ValueId> map_space_to_depth(Ctx& c);
 std::vector<ValueId> map_hardmax(Ctx& c);
 std::vector<ValueId> map_one_hot(Ctx& c);
+// Range (ops_map_compose.cc): a constant; its inputs must be known at compile time.
+std::vector<ValueId> map_range(Ctx& c);
+// Einsum (ops_map_einsum.cc): a batched matmul where two operands contract, else products and a
+// sum over every label.
+std::vector<ValueId> map_einsum(Ctx& c);
 
 // The type a TensorProto declares (its dims and element type), before its data is read.
 ops::TensorType declared_type(const ::onnx::TensorProto& t, const std::string& what);

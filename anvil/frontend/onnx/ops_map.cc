@@ -626,10 +626,10 @@ const std::map<std::string, MapFn>& op_table() {
                           {c.in(0), c.in(1)}, true)};
     };
     auto scatter_elements = [](Ctx& c) {
-      return Vals{c.emit1("scatter_elements",
-                          A({{"axis", c.attr_int("axis", 0)},
-                             {"reduction", c.attr_string("reduction", "none")}}),
-                          {c.in(0), c.in(1), c.in(2)}, true)};
+      return Vals{c.emit1(
+          "scatter_elements",
+          A({{"axis", c.attr_int("axis", 0)}, {"reduction", c.attr_string("reduction", "none")}}),
+          {c.in(0), c.in(1), c.in(2)}, true)};
     };
     t["ScatterElements"] = scatter_elements;
     t["Scatter"] = scatter_elements;  // opsets 9 and 10: ScatterElements before its rename
@@ -654,6 +654,9 @@ const std::map<std::string, MapFn>& op_table() {
     t["SpaceToDepth"] = map_space_to_depth;
     t["Hardmax"] = map_hardmax;
     t["OneHot"] = map_one_hot;
+    t["Einsum"] = map_einsum;
+    t["Range"] = map_range;
+    t["MeanVarianceNormalization"] = map_mean_variance_normalization;
     t["NegativeLogLikelihoodLoss"] = map_nll_loss;
     t["SoftmaxCrossEntropyLoss"] = map_softmax_cross_entropy_loss;
     t["Conv"] = map_conv;

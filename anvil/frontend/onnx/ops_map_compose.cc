@@ -1,7 +1,10 @@
 // ONNX ops that are a few library ops: CastLike (cast), DepthToSpace and SpaceToDepth (reshape,
 // transpose, reshape), Hardmax (argmax compared with the positions along the axis) and OneHot
 // (the indices compared with the positions along the new axis, then a where between the values).
+#include <cmath>
+
 #include "anvil/frontend/onnx/importer_internal.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/support/error.h"
 
 namespace anvil::frontend::onnx_detail {
@@ -132,6 +135,38 @@ std::vector<ValueId> map_one_hot(Ctx& c) {
                    {c.in(2)});
   };
   return {c.emit1("where", A(), {hit, pick(1), pick(0)}, true)};
+}
+
+// Range: its length depends on the values of its inputs, so they must be known at compile time
+// (constants, or graph inputs bound with --input-value); the result is a constant.
+std::vector<ValueId> map_range(Ctx& c) {
+  ANVIL_CHECK(c.num_in() == 3, "needs inputs start, limit and delta, got ", c.num_in());
+  const char* what[] = {"start", "limit", "delta"};
+  double v[3];
+  ir::DataType t = c.type(0).dtype;
+  for (int i = 0; i < 3; ++i) {
+    const runtime::NDArray& a = c.const_in(i, what[i]);
+    ANVIL_CHECK(a.numel() == 1, "input '", what[i], "' must hold one value, got shape ",
+                ops::list_str(a.shape()));
+    ANVIL_CHECK(c.type(i).dtype == t, "input '", what[i], "' is ", c.type(i).dtype,
+                ", input 'start' ", t);
+    v[i] = ops::host::read_f64(a, 0);
+  }
+  ANVIL_CHECK(t.is_float() || t.is_int(), "inputs are ", t, ", not a number type");
+  ANVIL_CHECK(v[2] != 0, "input 'delta' is 0");
+  double n = std::max(std::ceil((v[1] - v[0]) / v[2]), 0.0);
+  ANVIL_CHECK(n <= 1e9, "the range has ", n, " elements, more than 10^9");
+  auto count = static_cast<int64_t>(n);
+  runtime::NDArray out = runtime::NDArray::empty({count}, ops::to_dlpack(t));
+  for (int64_t k = 0; k < count; ++k) {
+    // Integers step exactly; floats as start + k * delta, ONNX's reference computes them the
+    // same way up to rounding.
+    if (t.is_int())
+      ops::host::write_i64(out, k, static_cast<int64_t>(v[0]) + k * static_cast<int64_t>(v[2]));
+    else
+      ops::host::write_f64(out, k, v[0] + static_cast<double>(k) * v[2]);
+  }
+  return {c.constant(c.node().output(0), out)};
 }
 
 }  // namespace anvil::frontend::onnx_detail

@@ -3,6 +3,8 @@
 // reduce_means over every axis but the channels, Y is the inference batch_norm on them, and the
 // running statistics are input * momentum + batch * (1 - momentum). The variance is the
 // population variance (divided by the element count), as ONNX's reference has it.
+// MeanVarianceNormalization likewise: (X - mean) / sqrt(variance + 1e-9) over `axes`, the
+// statistics reduce_means, as ONNX's function body defines it.
 #include "anvil/frontend/onnx/importer_internal.h"
 #include "anvil/support/error.h"
 
@@ -39,6 +41,23 @@ std::vector<ValueId> map_batch_norm_training(Ctx& c) {
         {c.emit1("mul", A({}), {c.in(input), keep}), c.emit1("mul", A({}), {batch, take})});
   };
   return {y, running(3, mean), running(4, var)};
+}
+
+std::vector<ValueId> map_mean_variance_normalization(Ctx& c) {
+  using AttrMap = std::map<std::string, ops::AttrValue>;
+  auto A = [](AttrMap m) { return ops::Attrs("", std::move(m)); };
+  std::vector<int64_t> axes =
+      c.has_attr("axes") ? c.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+  ANVIL_CHECK(c.type(0).dtype.is_float(), "input X is ", c.type(0).dtype, ", not a float type");
+  AttrMap over{{"axes", axes}, {"keepdims", int64_t{1}}};
+  ValueId x = c.in(0);
+  ValueId dev = c.emit1("sub", A({}), {x, c.emit1("reduce_mean", A(over), {x})});
+  ValueId var = c.emit1("reduce_mean", A(over), {c.emit1("mul", A({}), {dev, dev})});
+  ValueId eps = c.scalar_f32("epsilon", 1e-9f);
+  if (c.type(0).dtype != ir::DataType::Float32())
+    eps = c.emit1("cast", A({{"to", c.type(0).dtype.to_string()}}), {eps});
+  ValueId sd = c.emit1("sqrt", A({}), {c.emit1("add", A({}), {var, eps})});
+  return {c.emit1("div", A({}), {dev, sd}, true)};
 }
 
 }  // namespace anvil::frontend::onnx_detail
