@@ -1,5 +1,5 @@
-// Operators computed as a reduction along one axis of their output: cumsum (ONNX CumSum),
-// scatter_elements (ScatterElements and the older Scatter) and scatter_nd (ScatterND).
+// Operators computed as a reduction along one axis of their output: cumsum (ONNX CumSum), topk
+// (TopK), scatter_elements (ScatterElements and the older Scatter) and scatter_nd (ScatterND).
 //
 // A scatter writes updates[j] to the output position that indices[j] names. As a tensor
 // expression it is the other way round: each output element looks for the updates aimed at it
@@ -8,6 +8,8 @@
 // models build (masks, positions) but not a large scatter into a large tensor; an in-place
 // scatter kernel would need a statement-level compute, which the library does not have yet.
 // Cumsum likewise sums the axis prefix for each element (length^2 / 2 additions per row).
+#include <numeric>
+
 #include "anvil/ops/families.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/ops/transform_common.h"
@@ -144,6 +146,123 @@ void register_cumsum() {
       }
     }
     return std::vector<runtime::NDArray>{out};
+  };
+  register_reduction_op(std::move(def));
+}
+
+// ---- topk(x; k, axis, largest): the k largest (or smallest) elements along the axis, sorted,
+// and their indices (int64); equal values in index order, as ONNX specifies. Each element's rank
+// is the count of elements that precede it (n^2 / element row), then output j takes the element
+// of rank j: fine for class scores, slow for a top-k over a vocabulary of tens of thousands.
+
+struct TopK {
+  size_t axis;
+  int64_t k;
+  bool largest;
+};
+
+TopK topk_of(const std::vector<int64_t>& shape, const Attrs& attrs) {
+  TopK t;
+  t.axis = static_cast<size_t>(
+      norm_axis("topk", "axis", attrs.get_int("axis"), static_cast<int64_t>(shape.size())));
+  t.k = attrs.get_int("k");
+  ANVIL_CHECK(t.k >= 1 && t.k <= shape[t.axis], "topk: attribute 'k' = ", t.k,
+              " must be 1 to the axis's size ", shape[t.axis]);
+  t.largest = attrs.get_int("largest") != 0;
+  return t;
+}
+
+void register_topk() {
+  OpDef def;
+  def.name = "topk";
+  def.attrs = {{"k", AttrType::kInt, std::nullopt, {}, "how many elements"},
+               {"axis", AttrType::kInt, int64_t{-1}, {}, "the axis searched"},
+               {"largest", AttrType::kInt, int64_t{1}, {}, "1: the largest, 0: the smallest"}};
+  def.flops = flops_none();
+  def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
+    check_inputs("topk", in, 1);
+    ANVIL_CHECK(in[0].dtype.is_float() || in[0].dtype.is_int_or_uint(),
+                "topk: input must be a number type, not ", in[0].dtype);
+    ANVIL_CHECK(!in[0].shape.empty(), "topk: input must have at least one dimension");
+    TopK t = topk_of(in[0].shape, attrs);
+    std::vector<int64_t> shape = in[0].shape;
+    shape[t.axis] = t.k;
+    return std::vector<TensorType>{{shape, in[0].dtype}, {shape, DataType::Int64()}};
+  };
+  def.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    te::Tensor x = in[0];
+    std::vector<int64_t> shape = shape_of(x);
+    TopK t = topk_of(shape, attrs);
+    size_t a = t.axis;
+    int n = static_cast<int>(shape[a]);
+    IterVar j = te::reduce_axis(n, "j");
+    te::Tensor rank = te::compute(
+        to_exprs(shape),
+        [&](const std::vector<Var>& i) {
+          std::vector<Expr> other = exprs(i);
+          other[a] = j->var;
+          Expr xj = x(other), xi = x(exprs(i));
+          Expr before = t.largest ? xj > xi : xj < xi;
+          before = before || (xj == xi && Expr(j->var) < i[a]);
+          return te::sum(select(before, 1, 0), {j});
+        },
+        "topk_rank");
+    std::vector<int64_t> oshape = shape;
+    oshape[a] = t.k;
+    IterVar e = te::reduce_axis(n, "e");
+    te::Tensor indices = te::compute(
+        to_exprs(oshape),
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> at = exprs(o);
+          at[a] = e->var;
+          return te::max(select(rank(at) == o[a], cast(DataType::Int64(), e->var),
+                                make_const(DataType::Int64(), 0)),
+                         {e});
+        },
+        "topk_indices");
+    te::Tensor values = te::compute(
+        to_exprs(oshape),
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> at = exprs(o);
+          at[a] = cast(DataType::Int32(), indices(exprs(o)));
+          return x(at);
+        },
+        "topk_values");
+    return std::vector<te::Tensor>{values, indices};
+  };
+  def.reference = [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    const runtime::NDArray& x = in[0];
+    std::vector<int64_t> shape = x.shape();
+    TopK t = topk_of(shape, attrs);
+    int64_t n = shape[t.axis], inner = 1;
+    for (size_t d = t.axis + 1; d < shape.size(); ++d) inner *= shape[d];
+    int64_t outer = numel(shape) / (n * inner);
+    std::vector<int64_t> oshape = shape;
+    oshape[t.axis] = t.k;
+    runtime::NDArray values = host_empty(oshape, x.dtype());
+    runtime::NDArray indices = host_empty(oshape, to_dlpack(DataType::Int64()));
+    bool is_float = x.dtype().code == kDLFloat;
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t q = 0; q < inner; ++q) {
+        auto at = [&](int64_t i) { return (o * n + i) * inner + q; };
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t u, int64_t v) {
+          if (is_float) {
+            double a = host::read_f64(x, at(u)), b = host::read_f64(x, at(v));
+            return t.largest ? a > b : a < b;
+          }
+          int64_t a = host::read_i64(x, at(u)), b = host::read_i64(x, at(v));
+          return t.largest ? a > b : a < b;
+        });
+        for (int64_t r = 0; r < t.k; ++r) {
+          int64_t to = (o * t.k + r) * inner + q;
+          copy_elem(x, at(order[static_cast<size_t>(r)]), values, to);
+          indices.data_as<int64_t>()[to] = order[static_cast<size_t>(r)];
+        }
+      }
+    }
+    return std::vector<runtime::NDArray>{values, indices};
   };
   register_reduction_op(std::move(def));
 }
@@ -404,6 +523,7 @@ void register_scatter_nd() {
 
 void register_scatter_scan_ops() {
   register_cumsum();
+  register_topk();
   register_scatter_elements();
   register_scatter_nd();
 }

@@ -1,6 +1,6 @@
-// cumsum, scatter_elements, scatter_nd and gather_nd: the references against ONNX's own examples,
-// the compiled code (LLVM, and the GPU schedule through OpenCL) against the references on random
-// shapes, indices with duplicates and negative values, their errors, and the run-time index
+// cumsum, topk, scatter_elements, scatter_nd and gather_nd: the references against ONNX's own
+// examples, the compiled code (LLVM, and the GPU schedule through OpenCL) against the references on
+// random shapes, indices with duplicates and negative values, their errors, and the run-time index
 // checks of the compiled code.
 #include <gtest/gtest.h>
 
@@ -123,6 +123,53 @@ TEST(CumSum, Errors) {
   EXPECT_HAS(infer_error("cumsum", {{{}, f32}}), "cumsum: input must have at least one dimension");
   EXPECT_HAS(infer_error("cumsum", {{{3}, DataType::Bool()}}),
              "cumsum: input must be a number type, not bool");
+}
+
+// ---- topk
+
+TEST(TopK, TheOnnxExampleAndTies) {
+  runtime::NDArray x = array_of<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, f32);
+  Attrs k3("topk", {{"k", int64_t{3}}});
+  std::vector<runtime::NDArray> out = lookup("topk").reference({x}, k3);
+  EXPECT_EQ(testing::read<float>(out[0]), (std::vector<float>{3, 2, 1, 7, 6, 5, 11, 10, 9}));
+  EXPECT_EQ(testing::read<int64_t>(out[1]), (std::vector<int64_t>{3, 2, 1, 3, 2, 1, 3, 2, 1}));
+  // Equal values come in index order, largest or smallest.
+  runtime::NDArray ties = array_of<float>({5, 1, 5, 1, 3}, {5}, f32);
+  out = lookup("topk").reference({ties}, k3);
+  EXPECT_EQ(testing::read<int64_t>(out[1]), (std::vector<int64_t>{0, 2, 4}));
+  out =
+      lookup("topk").reference({ties}, Attrs("topk", {{"k", int64_t{3}}, {"largest", int64_t{0}}}));
+  EXPECT_EQ(testing::read<int64_t>(out[1]), (std::vector<int64_t>{1, 3, 4}));
+  CheckOptions opt;
+  opt.inputs = {ties};
+  check_op("topk", {{{5}, f32}}, k3, opt);
+}
+
+TEST(TopK, EveryAxisCompiledWithTies) {
+  std::mt19937 rng(19);
+  V shape = {3, 6, 5};
+  for (int64_t axis : {0, 1, 2, -1}) {
+    for (int64_t largest : {0, 1}) {
+      int64_t n = shape[static_cast<size_t>(axis < 0 ? axis + 3 : axis)];
+      for (int64_t k : {int64_t{1}, n - 1, n}) {
+        SCOPED_TRACE(std::to_string(axis) + " " + std::to_string(largest) + " " +
+                     std::to_string(k));
+        Attrs attrs("topk", {{"k", k}, {"axis", axis}, {"largest", largest}});
+        CheckOptions opt;  // integers in a small range: many ties
+        opt.inputs = {random_indices(shape, -3, 3, rng)};
+        check_op("topk", {{shape, i64}}, attrs, opt);
+        check_op("topk", {{shape, f32}}, attrs);
+      }
+    }
+  }
+}
+
+TEST(TopK, Errors) {
+  EXPECT_HAS(infer_error("topk", {{{2, 3}, f32}}, {{"k", int64_t{4}}}),
+             "topk: attribute 'k' = 4 must be 1 to the axis's size 3");
+  EXPECT_HAS(infer_error("topk", {{{2, 3}, f32}}, {{"k", int64_t{0}}}), "must be 1 to");
+  EXPECT_HAS(infer_error("topk", {{{2, 3}, f32}}, {{"k", int64_t{1}}, {"axis", int64_t{2}}}),
+             "topk: attribute 'axis' = 2 is out of range for rank 2");
 }
 
 // ---- scatter_elements

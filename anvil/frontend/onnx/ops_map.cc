@@ -637,6 +637,14 @@ const std::map<std::string, MapFn>& op_table() {
       return Vals{c.emit1("scatter_nd", A({{"reduction", c.attr_string("reduction", "none")}}),
                           {c.in(0), c.in(1), c.in(2)}, true)};
     };
+    t["TopK"] = [](Ctx& c) {
+      // K: an attribute before opset 10, then an input (one element); results always sorted.
+      int64_t k = c.opset() < 10 ? c.attr_int("k", 0) : c.int_scalar_in(1, "K");
+      return c.emit(
+          "topk",
+          A({{"k", k}, {"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}}),
+          {c.in(0)}, true);
+    };
     t["CumSum"] = [](Ctx& c) {
       return Vals{c.emit1("cumsum",
                           A({{"axis", c.int_scalar_in(1, "axis")},
