@@ -22,24 +22,6 @@ namespace {
 
 const DataType i32 = DataType::Int32();
 
-// Each reduction stage's data-parallel loops fused into one, run in parallel when the work is
-// large enough to pay for the threads; an injective output (a scatter's select) as usual.
-void schedule_reductions_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
-                             const Target& target) {
-  for (te::Stage st : s.stages()) {
-    const te::Tensor& t = st.tensor();
-    if (!t.is_compute() || st.reduce_axis().empty() || st.axis().empty()) continue;
-    IterVar fused = st.axis()[0];
-    for (size_t d = 1; d < st.axis().size(); ++d) fused = st.fuse(fused, st.axis()[d]);
-    int64_t work = numel(shape_of(t));
-    for (const IterVar& r : st.reduce_axis()) work *= *as_const_int(r->dom.extent);
-    if (work >= (int64_t{1} << 16) && numel(shape_of(t)) > 1) st.parallel(fused);
-  }
-  for (const te::Tensor& o : outs) {
-    if (o->reduce_axis.empty()) schedule_injective_x86(s, o, target);
-  }
-}
-
 void register_reduction_op(OpDef def) {
   def.pattern = Pattern::kOpaque;
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,

@@ -66,4 +66,23 @@ void schedule_blocked_copy_x86(te::Schedule& s, const te::Tensor& out, const Tar
   stage.unroll(axes[4]);
 }
 
+void schedule_reductions_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                             const Target& target) {
+  for (te::Stage st : s.stages()) {
+    const te::Tensor& t = st.tensor();
+    if (!t.is_compute() || st.reduce_axis().empty() || st.axis().empty()) continue;
+    ir::IterVar fused = st.axis()[0];
+    for (size_t d = 1; d < st.axis().size(); ++d) fused = st.fuse(fused, st.axis()[d]);
+    int64_t elements = 1;
+    for (int64_t d : shape_of(t)) elements *= d;
+    int64_t work = elements;
+    for (const ir::IterVar& r : st.reduce_axis())
+      work *= ir::as_const_int(r->dom.extent).value_or(1);
+    if (work >= (int64_t{1} << 16) && elements > 1) st.parallel(fused);
+  }
+  for (const te::Tensor& o : outs) {
+    if (o->reduce_axis.empty()) schedule_injective_x86(s, o, target);
+  }
+}
+
 }  // namespace anvil::ops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
@@ -31,5 +32,12 @@ void schedule_injective_rows_x86(te::Schedule& s, const te::Tensor& out, const T
 // cache line per lane from NCHW), several times slower than the scalar copies, whose per-channel
 // index arithmetic folds once unrolled.
 void schedule_blocked_copy_x86(te::Schedule& s, const te::Tensor& out, const Target& target);
+
+// The plain schedule of ops computed as reductions without a tuned schedule of their own (cumsum,
+// topk, the scatters, 3-D convolutions and pools): each reduction stage's data-parallel loops
+// fused into one, in parallel when the work pays for the threads; injective outputs as
+// schedule_injective_x86.
+void schedule_reductions_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                             const Target& target);
 
 }  // namespace anvil::ops

@@ -1,8 +1,9 @@
-// Convolutions and pools of any spatial rank for the reference interpreter: conv3d,
-// conv1d_transpose, conv3d_transpose, max_pool3d, avg_pool3d and max_pool2d_with_indices (ONNX
-// MaxPool's second output). They have a shape rule and a
-// naive reference (double accumulation) but no compiled form: their compute throws an error
-// naming the op and the input, so a model that uses them runs in graph::interpret only. The 2-D
+// Convolutions and pools of any spatial rank: conv3d, conv1d_transpose, conv3d_transpose,
+// max_pool3d, avg_pool3d and max_pool2d_with_indices (ONNX MaxPool's second output). Each has a
+// shape rule and a naive reference (double accumulation). conv3d and the 3-D pools also have a
+// plain compiled form (one reduction per output element, schedule_reductions_x86: correct, not
+// tuned); the transposed convolutions and the pool with indices run in graph::interpret only
+// (their compute throws an error naming the op and the input). The 2-D
 // (and conv1d) operators with schedules are in conv.cc and pool_norm.cc; the semantics here are
 // the same, per dimension (ONNX Conv, ConvTranspose, MaxPool, AveragePool):
 //
@@ -17,15 +18,21 @@
 #include <cmath>
 #include <limits>
 
+#include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
 #include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/ops/window.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
 
 using ir::DataType;
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+using namespace ir;
 
 namespace {
 
@@ -53,8 +60,9 @@ int64_t offset(const std::vector<int64_t>& i, const std::vector<int64_t>& shape)
 
 [[noreturn]] void no_compiled_form(const std::string& op, const std::vector<te::Tensor>& in) {
   throw Error(str(op,
-                  ": has no compiled form yet (compiled code supports 1-D and 2-D convolutions "
-                  "and 2-D pools); input x is ",
+                  ": has no compiled form yet (compiled code supports 1-D, 2-D and 3-D "
+                  "convolutions and 2-D and 3-D pools, not transposed 1-D and 3-D convolutions or "
+                  "pools with indices); input x is ",
                   to_string(type_of(in.at(0)))));
 }
 
@@ -203,6 +211,56 @@ std::vector<runtime::NDArray> conv_reference(const Conv& p,
   return {out};
 }
 
+std::vector<TensorType> in_types(const std::vector<te::Tensor>& in) {
+  std::vector<TensorType> t;
+  for (const te::Tensor& x : in) t.push_back(type_of(x));
+  return t;
+}
+
+// The position along spatial dimension d that output index o and window tap k read.
+Expr tap_position(Expr o, Expr k, size_t d, const std::vector<int64_t>& strides,
+                  const std::vector<int64_t>& dilations, const std::vector<int64_t>& pad_lo) {
+  return o * static_cast<int>(strides[d]) + k * static_cast<int>(dilations[d]) -
+         static_cast<int>(pad_lo[d]);
+}
+
+// The direct convolution of any spatial rank (not transposed): one reduction over the input
+// channels of the group and the window taps, padding read as zeros through clamped indices, the
+// bias added after. Unblocked and untiled (schedule_reductions_x86): correct, not fast.
+std::vector<te::Tensor> conv_nd_compute(const Conv& p, const std::vector<te::Tensor>& in) {
+  const te::Tensor &x = in[0], &w = in[1];
+  DataType t = x->dtype;
+  int64_t Cg = p.C / p.group, Og = p.O / p.group;
+  std::vector<IterVar> r = {te::reduce_axis(static_cast<int>(Cg), "rc")};
+  for (size_t d = 0; d < p.dims; ++d) {
+    r.push_back(te::reduce_axis(static_cast<int>(p.kernel[d]), "rk" + std::to_string(d)));
+  }
+  te::Tensor conv = te::compute(
+      to_exprs(p.out_shape()),
+      [&](const std::vector<Var>& o) {
+        Expr channel = floordiv(o[1], static_cast<int>(Og)) * static_cast<int>(Cg) + r[0]->var;
+        std::vector<Expr> xi = {o[0], channel}, wi = {o[1], r[0]->var};
+        Expr inside = make_bool(true);
+        for (size_t d = 0; d < p.dims; ++d) {
+          Expr pos = tap_position(o[d + 2], r[d + 1]->var, d, p.strides, p.dilations, p.pad_lo);
+          inside = inside && pos >= 0 && pos < static_cast<int>(p.in[d]);
+          xi.push_back(min(max(pos, 0), static_cast<int>(p.in[d] - 1)));
+          wi.push_back(r[d + 1]->var);
+        }
+        return te::sum(select(inside, x(xi), make_zero(t)) * w(wi), r);
+      },
+      "conv_nd");
+  if (!p.bias) return {conv};
+  const te::Tensor& b = in[2];
+  return {te::compute(
+      to_exprs(p.out_shape()),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> at(o.begin(), o.end());
+        return conv(at) + b(o[1]);
+      },
+      "conv_nd_bias")};
+}
+
 void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
   OpDef def;
   def.name = name;
@@ -213,8 +271,15 @@ void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
     return std::vector<TensorType>{
         {parse_conv(name, dims, transpose, in, attrs).out_shape(), in[0].dtype}};
   };
-  def.compute = [name](const std::vector<te::Tensor>& in, const Attrs&) -> std::vector<te::Tensor> {
-    no_compiled_form(name, in);
+  def.compute = [=](const std::vector<te::Tensor>& in,
+                    const Attrs& attrs) -> std::vector<te::Tensor> {
+    if (transpose) no_compiled_form(name, in);
+    return conv_nd_compute(parse_conv(name, dims, transpose, in_types(in), attrs), in);
+  };
+  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+                        const Config&) { schedule_reductions_x86(s, outs, target); };
+  def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
+    return ConfigSpace{};
   };
   def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     std::vector<TensorType> types;
@@ -343,6 +408,66 @@ std::vector<runtime::NDArray> pool_reference(const Pool& p, bool is_avg, const r
   return {out};
 }
 
+// Max and average pools of any spatial rank: reductions over the window taps inside the input
+// (clamped indices, the taps outside excluded by the reduction's condition); an average divides
+// by the taps counted (inside the input, or inside the padding with count_include_pad).
+std::vector<te::Tensor> pool_nd_compute(const Pool& p, bool is_avg, const te::Tensor& x) {
+  size_t dims = p.in.size();
+  std::vector<int64_t> oshape = {shape_of(x)[0], shape_of(x)[1]};
+  oshape.insert(oshape.end(), p.out.begin(), p.out.end());
+  std::vector<IterVar> r;
+  for (size_t d = 0; d < dims; ++d) {
+    r.push_back(te::reduce_axis(static_cast<int>(p.kernel[d]), "rk" + std::to_string(d)));
+  }
+  auto window = [&](const std::vector<Var>& o, bool counted_range, Expr* cond) {
+    std::vector<Expr> xi = {o[0], o[1]};
+    Expr inside = make_bool(true);
+    for (size_t d = 0; d < dims; ++d) {
+      Expr pos = tap_position(o[d + 2], r[d]->var, d, p.strides, p.dilations, p.pad_lo);
+      int64_t lo = counted_range ? -p.pad_lo[d] : 0;
+      int64_t hi = counted_range ? p.in[d] + p.pad_hi[d] : p.in[d];
+      inside = inside && pos >= static_cast<int>(lo) && pos < static_cast<int>(hi);
+      xi.push_back(min(max(pos, 0), static_cast<int>(p.in[d] - 1)));
+    }
+    *cond = inside;
+    return xi;
+  };
+  if (!is_avg) {
+    return {te::compute(
+        to_exprs(oshape),
+        [&](const std::vector<Var>& o) {
+          Expr inside;
+          std::vector<Expr> xi = window(o, false, &inside);
+          return te::max(x(xi), r, inside);
+        },
+        "max_pool_nd")};
+  }
+  DataType t = x->dtype;
+  te::Tensor total = te::compute(
+      to_exprs(oshape),
+      [&](const std::vector<Var>& o) {
+        Expr inside;
+        std::vector<Expr> xi = window(o, false, &inside);
+        return te::sum(x(xi), r, inside);
+      },
+      "avg_pool_nd_sum");
+  te::Tensor count = te::compute(
+      to_exprs(oshape),
+      [&](const std::vector<Var>& o) {
+        Expr counts;
+        window(o, p.count_include_pad, &counts);
+        return te::sum(select(counts, make_const(t, 1.0), make_zero(t)), r);
+      },
+      "avg_pool_nd_count");
+  return {te::compute(
+      to_exprs(oshape),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> at(o.begin(), o.end());
+        return total(at) / max(count(at), make_const(t, 1.0));
+      },
+      "avg_pool_nd")};
+}
+
 // With `indices`: max pooling with a second output, the int64 indices of the maxima (attribute
 // storage_order 0 or 1).
 void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool indices = false) {
@@ -365,8 +490,15 @@ void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool in
     if (indices) return std::vector<TensorType>{{s, in[0].dtype}, {s, DataType::Int64()}};
     return std::vector<TensorType>{{s, in[0].dtype}};
   };
-  def.compute = [name](const std::vector<te::Tensor>& in, const Attrs&) -> std::vector<te::Tensor> {
-    no_compiled_form(name, in);
+  def.compute = [=](const std::vector<te::Tensor>& in,
+                    const Attrs& attrs) -> std::vector<te::Tensor> {
+    if (indices) no_compiled_form(name, in);
+    return pool_nd_compute(parse_pool(name, dims, is_avg, in_types(in), attrs), is_avg, in[0]);
+  };
+  def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+                        const Config&) { schedule_reductions_x86(s, outs, target); };
+  def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
+    return ConfigSpace{};
   };
   def.reference = [=](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     Pool p = parse_pool(name, dims, is_avg, {{in[0].shape(), from_dlpack(in[0].dtype())}}, attrs);

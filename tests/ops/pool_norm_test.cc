@@ -269,6 +269,50 @@ void check_blocked_pool(const std::string& op, const std::vector<int64_t>& shape
   check_op(op, {{shape, f32}}, a, o);
 }
 
+// The plain compiled forms of 3-D convolutions and pools (window_nd.cc) against their references:
+// padding, strides, dilations, groups, bias, ceil_mode and count_include_pad.
+TEST(WindowNd, Conv3dCompiled) {
+  using V = std::vector<int64_t>;
+  struct Case {
+    V x, w;
+    bool bias;
+    V strides, dilations, pads;
+    int64_t group;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, false, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, 1},
+           {{2, 4, 5, 5, 5}, {4, 2, 3, 3, 3}, true, {2, 1, 2}, {1, 2, 1}, {1, 0, 2, 1, 2, 0}, 2},
+           {{1, 3, 6, 4, 5}, {6, 1, 3, 2, 3}, true, {1, 2, 1}, {2, 1, 1}, {2, 1, 1, 2, 0, 1}, 3}}) {
+    std::vector<TensorType> in = {{c.x, f32}, {c.w, f32}};
+    if (c.bias) in.push_back({{c.w[0]}, f32});
+    check_op("conv3d", in,
+             Attrs("conv3d", {{"strides", c.strides},
+                              {"dilations", c.dilations},
+                              {"pads", c.pads},
+                              {"group", c.group}}));
+  }
+}
+
+TEST(WindowNd, Pool3dCompiled) {
+  using V = std::vector<int64_t>;
+  for (const char* op : {"max_pool3d", "avg_pool3d"}) {
+    bool avg = std::string(op) == "avg_pool3d";
+    for (int64_t ceil : {0, 1}) {
+      for (int64_t include : {0, 1}) {
+        if (!avg && include) continue;
+        SCOPED_TRACE(std::string(op) + " ceil " + std::to_string(ceil) + " include " +
+                     std::to_string(include));
+        std::map<std::string, AttrValue> a = {{"kernel_shape", V{3, 2, 3}},
+                                              {"strides", V{2, 2, 1}},
+                                              {"pads", V{1, 0, 1, 1, 1, 0}},
+                                              {"ceil_mode", ceil}};
+        if (avg) a["count_include_pad"] = include;
+        check_op(op, {{{2, 3, 6, 5, 4}, f32}}, Attrs(op, a));
+      }
+    }
+  }
+}
+
 TEST(PoolNchwc, RandomWindowsMatchNchw) {
   std::mt19937 rng(71);
   for (int t = 0; t < 24; ++t) {

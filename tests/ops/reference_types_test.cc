@@ -277,10 +277,11 @@ TEST(ReferenceTypes, WindowsWithoutCompiledFormSaySo) {
   te::Tensor w = te::placeholder(to_exprs({1, 1, 2, 2, 2}), f32, "w");
   expect_has(
       testing::user_error([&] {
-        lookup("conv3d").compute({x, w}, Attrs("conv3d", {}));
+        lookup("conv3d_transpose").compute({x, w}, Attrs("conv3d_transpose", {}));
       }),
-      "conv3d: has no compiled form yet (compiled code supports 1-D and 2-D convolutions and "
-      "2-D pools); input x is float32[1, 1, 4, 4, 4]");
+      "conv3d_transpose: has no compiled form yet (compiled code supports 1-D, 2-D and 3-D "
+      "convolutions and 2-D and 3-D pools, not transposed 1-D and 3-D convolutions or pools with "
+      "indices); input x is float32[1, 1, 4, 4, 4]");
 }
 
 // ---- cubic resize, empty tensors
