@@ -51,11 +51,28 @@ void check_indices_type(const std::string& op, const TensorType& t) {
               ": indices must be int32 or int64, not ", t.dtype);
 }
 
+// data, indices and updates of a scatter, by type.
+void check_scatter_inputs(const std::string& op, const std::vector<TensorType>& in) {
+  check_inputs(op, in, 3);
+  check_data_type(op, in[0], "data");
+  check_indices_type(op, in[1]);
+  ANVIL_CHECK(in[2].dtype == in[0].dtype, op, ": updates are ", in[2].dtype, ", data ",
+              in[0].dtype);
+}
+
 // An index made non-negative after the range check.
 int64_t wrap_index(const std::string& op, int64_t k, int64_t n, size_t axis) {
   ANVIL_CHECK(k >= -n && k < n, op, ": index ", k, " is out of range for axis ", axis, " of size ",
               n);
   return k < 0 ? k + n : k;
+}
+
+// The one input of an op along an axis (cumsum, topk): numbers, at least one dimension.
+void check_along_axis_input(const std::string& op, const std::vector<TensorType>& in) {
+  check_inputs(op, in, 1);
+  ANVIL_CHECK(in[0].dtype.is_float() || in[0].dtype.is_int_or_uint(), op,
+              ": input must be a number type, not ", in[0].dtype);
+  ANVIL_CHECK(!in[0].shape.empty(), op, ": input must have at least one dimension");
 }
 
 // ---- cumsum(x; axis, exclusive, reverse)
@@ -68,10 +85,7 @@ void register_cumsum() {
                {"reverse", AttrType::kInt, int64_t{0}, {}, "1: sums run from the end"}};
   def.flops = flops_per_input();
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_inputs("cumsum", in, 1);
-    ANVIL_CHECK(in[0].dtype.is_float() || in[0].dtype.is_int_or_uint(),
-                "cumsum: input must be a number type, not ", in[0].dtype);
-    ANVIL_CHECK(!in[0].shape.empty(), "cumsum: input must have at least one dimension");
+    check_along_axis_input("cumsum", in);
     norm_axis("cumsum", "axis", attrs.get_int("axis"), static_cast<int64_t>(in[0].shape.size()));
     return std::vector<TensorType>{in[0]};
   };
@@ -162,10 +176,7 @@ void register_topk() {
                {"largest", AttrType::kInt, int64_t{1}, {}, "1: the largest, 0: the smallest"}};
   def.flops = flops_none();
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_inputs("topk", in, 1);
-    ANVIL_CHECK(in[0].dtype.is_float() || in[0].dtype.is_int_or_uint(),
-                "topk: input must be a number type, not ", in[0].dtype);
-    ANVIL_CHECK(!in[0].shape.empty(), "topk: input must have at least one dimension");
+    check_along_axis_input("topk", in);
     TopK t = topk_of(in[0].shape, attrs);
     std::vector<int64_t> shape = in[0].shape;
     shape[t.axis] = t.k;
@@ -348,11 +359,7 @@ void register_scatter_elements() {
                reduction_attr()};
   def.flops = flops_none();
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_inputs(name, in, 3);
-    check_data_type(name, in[0], "data");
-    check_indices_type(name, in[1]);
-    ANVIL_CHECK(in[2].dtype == in[0].dtype, name, ": updates are ", in[2].dtype, ", data ",
-                in[0].dtype);
+    check_scatter_inputs(name, in);
     ANVIL_CHECK(in[1].shape == in[2].shape, name, ": indices ", shape_str(in[1].shape),
                 " and updates ", shape_str(in[2].shape), " must have one shape");
     size_t rank = in[0].shape.size();
@@ -430,11 +437,7 @@ void register_scatter_nd() {
   def.attrs = {reduction_attr()};
   def.flops = flops_none();
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_inputs(name, in, 3);
-    check_data_type(name, in[0], "data");
-    check_indices_type(name, in[1]);
-    ANVIL_CHECK(in[2].dtype == in[0].dtype, name, ": updates are ", in[2].dtype, ", data ",
-                in[0].dtype);
+    check_scatter_inputs(name, in);
     const std::vector<int64_t>&d = in[0].shape, &i = in[1].shape, &u = in[2].shape;
     ANVIL_CHECK(!i.empty() && i.back() >= 1 && i.back() <= static_cast<int64_t>(d.size()), name,
                 ": the last dimension of indices ", shape_str(i), " must be 1 to the rank of data ",

@@ -160,6 +160,36 @@ inline std::vector<runtime::NDArray> run_on_opencl(const std::string& name,
   return results;
 }
 
+// Op `name` compiled through LLVM and run on `inputs`: the kernel's error, empty on success.
+inline std::string compiled_error(const std::string& name,
+                                  const std::vector<runtime::NDArray>& inputs,
+                                  const ops::Attrs& attrs) {
+  const ops::OpDef& def = ops::lookup(name);
+  std::vector<ops::TensorType> types;
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    DLDataType d = inputs[i].dtype();
+    types.push_back(
+        {inputs[i].shape(), ir::DataType(static_cast<ir::DataType::Code>(d.code), d.bits)});
+    ins.push_back(
+        te::placeholder(ops::to_exprs(types[i].shape), types[i].dtype, "in" + std::to_string(i)));
+  }
+  std::vector<te::Tensor> outs = def.compute(ins, attrs);
+  te::Schedule s(outs);
+  def.schedule_x86(s, outs, Target::host(), ops::Config());
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  auto module = codegen::LLVMModule::compile({lower(s, args, "check_" + name)}, Target::host());
+  std::vector<runtime::NDArray> results;
+  std::vector<const DLTensor*> ptrs;
+  for (const runtime::NDArray& a : inputs) ptrs.push_back(a.get());
+  for (const ops::TensorType& t : def.infer(types, attrs)) {
+    results.push_back(testing::array(t.shape, t.dtype));
+    ptrs.push_back(results.back().get());
+  }
+  return testing::call(module->get_function("check_" + name), ptrs) == 0 ? "" : AnvilGetLastError();
+}
+
 // Builds, runs and checks operator `name`. Returns the lowered function for further checks.
 inline ir::LoweredFunc check_op(const std::string& name, const std::vector<TensorType>& types,
                                 const Attrs& attrs, const CheckOptions& options = {}) {

@@ -14,6 +14,7 @@ namespace {
 using ir::DataType;
 using ops_testing::check_op;
 using ops_testing::CheckOptions;
+using ops_testing::compiled_error;
 using V = std::vector<int64_t>;
 
 const DataType f32 = DataType::Float32();
@@ -48,34 +49,6 @@ std::string infer_error(const std::string& op, const std::vector<TensorType>& in
 std::vector<float> reference_f32(const std::string& op, const std::vector<runtime::NDArray>& in,
                                  std::map<std::string, AttrValue> attrs) {
   return testing::read<float>(lookup(op).reference(in, Attrs(op, attrs))[0]);
-}
-
-// Op `name` compiled through LLVM and run on `inputs`: the kernel's error, empty on success.
-std::string compiled_error(const std::string& name, const std::vector<runtime::NDArray>& inputs,
-                           const Attrs& attrs) {
-  const OpDef& def = lookup(name);
-  std::vector<TensorType> types;
-  std::vector<te::Tensor> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    DLDataType d = inputs[i].dtype();
-    types.push_back({inputs[i].shape(), DataType(static_cast<DataType::Code>(d.code), d.bits)});
-    ins.push_back(
-        te::placeholder(to_exprs(types[i].shape), types[i].dtype, "in" + std::to_string(i)));
-  }
-  std::vector<te::Tensor> outs = def.compute(ins, attrs);
-  te::Schedule s(outs);
-  def.schedule_x86(s, outs, Target::host(), Config());
-  std::vector<te::Tensor> args = ins;
-  args.insert(args.end(), outs.begin(), outs.end());
-  auto module = codegen::LLVMModule::compile({lower(s, args, "check_" + name)}, Target::host());
-  std::vector<runtime::NDArray> results;
-  std::vector<const DLTensor*> ptrs;
-  for (const runtime::NDArray& a : inputs) ptrs.push_back(a.get());
-  for (const TensorType& t : def.infer(types, attrs)) {
-    results.push_back(testing::array(t.shape, t.dtype));
-    ptrs.push_back(results.back().get());
-  }
-  return testing::call(module->get_function("check_" + name), ptrs) == 0 ? "" : AnvilGetLastError();
 }
 
 // ---- cumsum
