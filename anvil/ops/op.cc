@@ -273,6 +273,7 @@ void register_all() {
   register_elementwise_math_ops();
   register_indexing_ops();
   register_scatter_scan_ops();
+  register_grid_sample_ops();
   register_dense_ops();
   register_conv_ops();
   register_pool_norm_ops();

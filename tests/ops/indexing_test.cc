@@ -1,5 +1,5 @@
-// gather_elements and trilu against their references (compiled through LLVM), the references
-// against hand-computed values, and their errors.
+// gather_elements, grid_sample and trilu against their references (compiled through LLVM), the
+// references against hand-computed values, and their errors.
 #include <gtest/gtest.h>
 
 #include "ops_testing.h"
@@ -106,6 +106,70 @@ TEST(GatherElements, CompiledCodeRefusesOutOfRangeIndices) {
   EXPECT_HAS(compiled_error("gather_elements",
                             {data, array_of<int64_t>({0, -4, 2, 1}, {2, 2}, i64)}, axis1),
              "out of range");
+}
+
+// grid_sample: compiled against the reference for every mode, padding and corner rule, on grids
+// reaching past [-1, 1] (the reference itself is checked by ONNX's GridSample conformance tests);
+// and a grid on the pixel centres (align_corners) gives the image back in every mode.
+TEST(GridSample, EveryModeAndPaddingCompiled) {
+  std::mt19937 rng(23);
+  for (const char* mode : {"bilinear", "nearest"}) {  // bicubic: reference only
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      for (int64_t align : {0, 1}) {
+        SCOPED_TRACE(std::string(mode) + " " + padding + " " + std::to_string(align));
+        CheckOptions opt;
+        opt.inputs = {ops_testing::random_array({{2, 3, 5, 6}, f32}, rng),
+                      ops_testing::random_array({{2, 4, 7, 2}, f32}, rng, -1.6, 1.6)};
+        check_op("grid_sample", {{{2, 3, 5, 6}, f32}, {{2, 4, 7, 2}, f32}},
+                 Attrs("grid_sample", {{"mode", std::string(mode)},
+                                       {"padding_mode", std::string(padding)},
+                                       {"align_corners", align}}),
+                 opt);
+      }
+    }
+  }
+}
+
+TEST(GridSample, PixelCentresGiveTheImageBack) {
+  std::mt19937 rng(29);
+  runtime::NDArray x = ops_testing::random_array({{1, 2, 3, 4}, f32}, rng);
+  runtime::NDArray grid = testing::array({1, 3, 4, 2}, f32);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      grid.data_as<float>()[(i * 4 + j) * 2] = -1.0f + 2.0f * static_cast<float>(j) / 3.0f;
+      grid.data_as<float>()[(i * 4 + j) * 2 + 1] = -1.0f + static_cast<float>(i);
+    }
+  }
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    Attrs attrs("grid_sample", {{"mode", std::string(mode)}, {"align_corners", int64_t{1}}});
+    std::vector<float> got =
+        testing::read<float>(lookup("grid_sample").reference({x, grid}, attrs)[0]);
+    std::vector<float> want = testing::read<float>(x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << mode << " " << k;
+    if (std::string(mode) == "bicubic") continue;  // reference only
+    CheckOptions opt;
+    opt.inputs = {x, grid};
+    check_op("grid_sample", {{{1, 2, 3, 4}, f32}, {{1, 3, 4, 2}, f32}}, attrs, opt);
+  }
+}
+
+TEST(GridSample, Errors) {
+  EXPECT_HAS(infer_error("grid_sample", {{{1, 2, 3, 4}, f32}, {{1, 3, 4, 3}, f32}}),
+             "grid_sample: grid must be [1, H_out, W_out, 2] for X [1, 2, 3, 4], got [1, 3, 4, 3]");
+  EXPECT_HAS(infer_error("grid_sample", {{{1, 2, 3, 4}, f32}, {{1, 3, 4, 2}, f32}},
+                         {{"mode", std::string("area")}}),
+             "grid_sample: attribute 'mode' = 'area' is not bilinear, nearest or bicubic");
+  EXPECT_HAS(infer_error("grid_sample", {{{1, 2, 3, 4}, f32}, {{1, 3, 4, 2}, f32}},
+                         {{"padding_mode", std::string("wrap")}}),
+             "is not zeros, border or reflection");
+  te::Tensor x = te::placeholder(to_exprs({1, 2, 3, 4}), f32, "x");
+  te::Tensor g = te::placeholder(to_exprs({1, 3, 4, 2}), f32, "g");
+  EXPECT_HAS(testing::user_error([&] {
+               lookup("grid_sample")
+                   .compute({x, g}, Attrs("grid_sample", {{"mode", std::string("bicubic")}}));
+             }),
+             "grid_sample: mode 'bicubic' has no compiled form yet (input float32[1, 2, 3, 4])");
 }
 
 TEST(Trilu, UpperAndLowerOnEveryDiagonal) {

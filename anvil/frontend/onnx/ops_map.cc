@@ -645,6 +645,16 @@ const std::map<std::string, MapFn>& op_table() {
           A({{"k", k}, {"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}}),
           {c.in(0)}, true);
     };
+    t["GridSample"] = [](Ctx& c) {
+      std::string mode = c.attr_string("mode", "bilinear");  // opset 20 says linear, cubic
+      if (mode == "linear") mode = "bilinear";
+      if (mode == "cubic") mode = "bicubic";
+      return Vals{c.emit1("grid_sample",
+                          A({{"mode", mode},
+                             {"padding_mode", c.attr_string("padding_mode", "zeros")},
+                             {"align_corners", c.attr_int("align_corners", 0)}}),
+                          {c.in(0), c.in(1)}, true)};
+    };
     t["CumSum"] = [](Ctx& c) {
       return Vals{c.emit1("cumsum",
                           A({{"axis", c.int_scalar_in(1, "axis")},
