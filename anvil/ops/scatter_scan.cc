@@ -20,8 +20,6 @@ using namespace transform_detail;
 
 namespace {
 
-const DataType i32 = DataType::Int32();
-
 void register_reduction_op(OpDef def) {
   def.pattern = Pattern::kOpaque;
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
