@@ -31,14 +31,10 @@ void register_reduction_op(OpDef def) {
   std::string name = def.name;
   auto infer = def.infer;
   def.compute = [name, infer, compute](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-    std::vector<TensorType> types = types_of(in);
-    for (const TensorType& t : infer(types, attrs)) types.push_back(t);
-    for (const TensorType& t : types) {
-      ANVIL_CHECK(numel(t.shape) > 0, name, ": ", to_string(t),
-                  " is an empty tensor, which compiled code does not support (the reference "
-                  "interpreter does)");
-      host::check_compiled_dtype(name, t.dtype, "a tensor");
-    }
+    std::vector<TensorType> outs = infer(types_of(in), attrs);
+    check_not_empty(name, in, outs);
+    for (const TensorType& t : types_of(in)) host::check_compiled_dtype(name, t.dtype, "a tensor");
+    for (const TensorType& t : outs) host::check_compiled_dtype(name, t.dtype, "a tensor");
     return compute(in, attrs);
   };
   register_op(std::move(def));

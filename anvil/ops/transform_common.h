@@ -202,6 +202,19 @@ using RefFn = std::function<std::vector<runtime::NDArray>(const std::vector<runt
 using TransformScheduleFn =
     std::function<void(te::Schedule&, const std::vector<te::Tensor>&, const Target&)>;
 
+// Empty tensors (a 0 dimension) are for the references only: an error naming the op and the
+// tensor when an input or output is one.
+inline void check_not_empty(const std::string& name, const std::vector<te::Tensor>& in,
+                            const std::vector<TensorType>& outs) {
+  std::vector<TensorType> types = types_of(in);
+  types.insert(types.end(), outs.begin(), outs.end());
+  for (const TensorType& t : types) {
+    ANVIL_CHECK(numel(t.shape) > 0, name, ": ", to_string(t),
+                " is an empty tensor, which compiled code does not support (the reference "
+                "interpreter does)");
+  }
+}
+
 // `attrs`: the op's attribute schema (OpDef::attrs). `schedule`: the op's x86 schedule when the
 // injective default does not fit (resize).
 inline void register_transform(const std::string& name, std::vector<AttrSpec> attrs, InferFn infer,
@@ -212,15 +225,7 @@ inline void register_transform(const std::string& name, std::vector<AttrSpec> at
   def.attrs = std::move(attrs);
   def.flops = flops_none();  // data movement
   def.compute = [name, infer, compute](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-    // Empty tensors (a 0 dimension) are for the references only.
-    std::vector<TensorType> types = types_of(in);
-    std::vector<TensorType> outs = infer(types, attrs);
-    types.insert(types.end(), outs.begin(), outs.end());
-    for (const TensorType& t : types) {
-      ANVIL_CHECK(numel(t.shape) > 0, name, ": ", to_string(t),
-                  " is an empty tensor, which compiled code does not support (the reference "
-                  "interpreter does)");
-    }
+    check_not_empty(name, in, infer(types_of(in), attrs));
     return compute(in, attrs);
   };
   def.infer = std::move(infer);

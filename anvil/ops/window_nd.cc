@@ -29,9 +29,6 @@
 namespace anvil::ops {
 
 using ir::DataType;
-using ir::Expr;
-using ir::IterVar;
-using ir::Var;
 using namespace ir;
 
 namespace {
