@@ -130,7 +130,7 @@ class GpuBackend final : public Backend {
  public:
   GpuBackend(const Target& target, const LoweredKernels& kernels)
       : target_(target), library_(compile_library([&](const std::string& path) {
-          codegen::save_gpu_library(kernels.device_funcs, target, path);
+          codegen::save_gpu_library(kernels.device_funcs, target, path, &resources_);
         })) {}
 
   bool load(runtime::GraphProgram& program, std::string* why) const override {
@@ -149,9 +149,11 @@ class GpuBackend final : public Backend {
     return target_.kind == Target::Kind::kCUDA ? codegen::generate_cuda(kernels.device_funcs)
                                                : codegen::generate_opencl(kernels.device_funcs);
   }
+  std::string device_resources() const override { return resources_; }
 
  private:
   Target target_;
+  std::string resources_;  // set while library_ is compiled: declared first
   std::string library_;
 };
 

@@ -43,6 +43,9 @@ class Backend {
   virtual std::string library(const std::string& scratch) const = 0;
   // The kernels' source: C for CPU targets, CUDA or OpenCL for GPU ones.
   virtual std::string source(const LoweredKernels& kernels) const = 0;
+  // For cuda: each device kernel's registers, spills and shared memory as ptxas reported them
+  // (codegen::format_cuda_resources); empty for the other targets.
+  virtual std::string device_resources() const { return ""; }
   // The LLVM module (target llvm; null for the others, which have none).
   virtual const codegen::LLVMModule* llvm_module() const { return nullptr; }
 };

@@ -501,6 +501,7 @@ std::string CompiledGraph::summary() const {
   print_steps(kernels_.size());
   os << "memory: " << plan_.planned_bytes << " bytes planned (arena), " << plan_.unplanned_bytes
      << " bytes unplanned\n";
+  if (backend_) os << backend_->device_resources();
   return os.str();
 }
 

@@ -20,7 +20,7 @@
 
 namespace anvil::runtime {
 
-std::unique_ptr<Device> open_cuda_device();
+std::unique_ptr<Device> open_cuda_device(int ordinal);
 
 namespace {
 
@@ -31,12 +31,20 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 // CUdevice_attribute.
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
+constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+// CUstreamCaptureMode: relaxed lets this thread allocate while another stream captures.
+constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 // CUjit_option: where the PTX compiler writes its errors.
 constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
@@ -47,6 +55,18 @@ constexpr const char* kLibrary = "libcuda.so.1";
 // names to.
 struct Driver {
   CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int* version);
+  CUresult (*cuDeviceGetCount)(int* count);
+  CUresult (*cuDeviceTotalMem_v2)(size_t* bytes, CUdevice device);
+  CUresult (*cuMemGetInfo_v2)(size_t* free, size_t* total);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuStreamBeginCapture_v2)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph,
+                                          unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
   CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
   CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device);
   CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
@@ -85,6 +105,17 @@ Driver load_driver(void* library) {
   Driver d{};
 #define ANVIL_RESOLVE(name) resolve(library, #name, d.name)
   ANVIL_RESOLVE(cuInit);
+  ANVIL_RESOLVE(cuDriverGetVersion);
+  ANVIL_RESOLVE(cuDeviceGetCount);
+  ANVIL_RESOLVE(cuDeviceTotalMem_v2);
+  ANVIL_RESOLVE(cuMemGetInfo_v2);
+  ANVIL_RESOLVE(cuMemcpyDtoDAsync_v2);
+  ANVIL_RESOLVE(cuStreamBeginCapture_v2);
+  ANVIL_RESOLVE(cuStreamEndCapture);
+  ANVIL_RESOLVE(cuGraphInstantiateWithFlags);
+  ANVIL_RESOLVE(cuGraphLaunch);
+  ANVIL_RESOLVE(cuGraphExecDestroy);
+  ANVIL_RESOLVE(cuGraphDestroy);
   ANVIL_RESOLVE(cuDeviceGet);
   ANVIL_RESOLVE(cuDeviceGetName);
   ANVIL_RESOLVE(cuDeviceGetAttribute);
@@ -118,16 +149,22 @@ class CudaDevice final : public Device {
  public:
   explicit CudaDevice(const Driver& driver) : d_(driver) {}
 
-  // Initializes the driver and takes device 0's primary context. Never released: the device
-  // lives as long as the process (Device::get).
-  void open() {
+  // Initializes the driver and takes device `ordinal`'s primary context. Never released: the
+  // device lives as long as the process (Device::get).
+  void open(int ordinal) {
     auto check = [&](CUresult r, const char* call) {
       if (r != CUDA_SUCCESS)
         throw std::runtime_error(std::string("no CUDA device: ") + kLibrary + ": " +
                                  failed(call, r));
     };
     check(d_.cuInit(0), "cuInit");
-    check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    int count = 0;
+    check(d_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (ordinal >= count)
+      throw std::runtime_error("no CUDA device " + std::to_string(ordinal) + ": the driver sees " +
+                               std::to_string(count) + " (numbered from 0)");
+    ordinal_ = ordinal;
+    check(d_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
     char name[256] = {};
     check(d_.cuDeviceGetName(name, sizeof name - 1, device_), "cuDeviceGetName");
     name_ = name;
@@ -139,10 +176,23 @@ class CudaDevice final : public Device {
         "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK)");
     max_threads_ = threads;
     max_shared_ = shared;
+    int major = 0, minor = 0, sms = 0, driver = 0;
+    size_t memory = 0;
+    d_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
+    d_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
+    d_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_);
+    d_.cuDriverGetVersion(&driver);
+    d_.cuDeviceTotalMem_v2(&memory, device_);
+    description_ = name_ + " (CUDA device " + std::to_string(ordinal) + ", sm_" +
+                   std::to_string(major) + std::to_string(minor) + ", " + std::to_string(sms) +
+                   " multiprocessors, " + std::to_string(memory >> 20) + " MiB; driver API " +
+                   std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ")";
     check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   }
 
-  DLDevice dl_device() const override { return DLDevice{kDLCUDA, 0}; }
+  std::string description() const override { return description_; }
+
+  DLDevice dl_device() const override { return DLDevice{kDLCUDA, ordinal_}; }
   std::string name() const override { return name_; }
   int64_t max_threads_per_block() const override { return max_threads_; }
   int64_t max_shared_memory_per_block() const override { return max_shared_; }
@@ -152,6 +202,14 @@ class CudaDevice final : public Device {
     CUdeviceptr pointer = 0;
     // Never a zero-byte request (the driver rejects it): an empty array still gets a handle.
     CUresult r = d_.cuMemAlloc_v2(&pointer, bytes ? bytes : 1);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      size_t free = 0, total = 0;
+      d_.cuMemGetInfo_v2(&free, &total);
+      throw std::runtime_error(prefix() + "out of device memory: " + std::to_string(bytes) +
+                               " bytes asked for, " + std::to_string(free >> 20) + " MiB free of " +
+                               std::to_string(total >> 20) +
+                               " MiB (other processes on this GPU hold the rest)");
+    }
     if (r != CUDA_SUCCESS)
       throw error("cannot allocate " + std::to_string(bytes) + " bytes", "cuMemAlloc_v2", r);
     return reinterpret_cast<void*>(static_cast<uintptr_t>(pointer));
@@ -218,7 +276,53 @@ class CudaDevice final : public Device {
     if (r != CUDA_SUCCESS) throw error("cannot destroy a stream", "cuStreamDestroy_v2", r);
   }
 
-  std::unique_ptr<DeviceModule> load_module(std::string_view code) override;
+  void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
+                      size_t bytes, Stream stream) override {
+    if (bytes == 0) return;
+    bind();
+    CUresult r =
+        d_.cuMemcpyDtoDAsync_v2(device_pointer(dst) + dst_offset, device_pointer(src) + src_offset,
+                                bytes, static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      throw error("copying " + std::to_string(bytes) + " bytes within device memory",
+                  "cuMemcpyDtoDAsync_v2", r);
+  }
+
+  std::unique_ptr<DeviceModule> load_module(std::string_view code,
+                                            std::string_view binary) override;
+
+  bool supports_graphs() const override { return true; }
+
+  void begin_capture(Stream stream) override {
+    bind();
+    CUresult r =
+        d_.cuStreamBeginCapture_v2(static_cast<CUstream>(stream), CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r != CUDA_SUCCESS) throw error("cannot capture a stream", "cuStreamBeginCapture_v2", r);
+  }
+
+  DeviceGraph end_capture(Stream stream) override {
+    bind();
+    CUgraph graph = nullptr;
+    CUresult r = d_.cuStreamEndCapture(static_cast<CUstream>(stream), &graph);
+    if (r != CUDA_SUCCESS) throw error("cannot end a stream capture", "cuStreamEndCapture", r);
+    CUgraphExec exec = nullptr;
+    r = d_.cuGraphInstantiateWithFlags(&exec, graph, 0);
+    d_.cuGraphDestroy(graph);  // the executable graph is a copy
+    if (r != CUDA_SUCCESS)
+      throw error("cannot instantiate a captured graph", "cuGraphInstantiateWithFlags", r);
+    return exec;
+  }
+
+  void launch_graph(DeviceGraph graph, Stream stream) override {
+    CUresult r = d_.cuGraphLaunch(static_cast<CUgraphExec>(graph), static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error("cannot launch a graph", "cuGraphLaunch", r);
+  }
+
+  void destroy_graph(DeviceGraph graph) override {
+    if (graph == nullptr) return;
+    bind();
+    d_.cuGraphExecDestroy(static_cast<CUgraphExec>(graph));
+  }
 
   // Makes the primary context current on this thread: every entry point calls it first, since a
   // host function may run on any thread (and another library may have switched contexts).
@@ -244,7 +348,9 @@ class CudaDevice final : public Device {
     return std::runtime_error(prefix() + what + ": " + failed(call, r));
   }
 
-  std::string prefix() const { return "CUDA device 0 (" + name_ + "): "; }
+  std::string prefix() const {
+    return "CUDA device " + std::to_string(ordinal_) + " (" + name_ + "): ";
+  }
 
   const Driver& driver() const { return d_; }
 
@@ -256,8 +362,9 @@ class CudaDevice final : public Device {
 
   Driver d_;
   CUdevice device_ = 0;
+  int ordinal_ = 0;
   CUcontext context_ = nullptr;
-  std::string name_;
+  std::string name_, description_;
   int64_t max_threads_ = 0, max_shared_ = 0;
 };
 
@@ -281,15 +388,27 @@ class CudaModule final : public DeviceModule {
       CUfunction function = get_function(name);
       // Each parameter is a pointer, the array's handle plus its offset; the driver reads the
       // values through params[i] when the launch is issued, so these may live on the stack.
-      std::vector<CUdeviceptr> values(nargs);
-      std::vector<void*> params(nargs);
+      // On the stack for the usual few arguments: a launch allocates nothing.
+      constexpr int32_t kInline = 32;
+      CUdeviceptr inline_values[kInline];
+      void* inline_params[kInline];
+      std::vector<CUdeviceptr> heap_values;
+      std::vector<void*> heap_params;
+      CUdeviceptr* values = inline_values;
+      void** params = inline_params;
+      if (nargs > kInline) {
+        heap_values.resize(nargs);
+        heap_params.resize(nargs);
+        values = heap_values.data();
+        params = heap_params.data();
+      }
       for (int32_t i = 0; i < nargs; ++i) {
         values[i] = device_pointer(args[i]->data) + args[i]->byte_offset;
         params[i] = &values[i];
       }
       CUresult r = device_.driver().cuLaunchKernel(
           function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
-          dims.block[2], dims.shared_bytes, static_cast<CUstream>(stream), params.data(), nullptr);
+          dims.block[2], dims.shared_bytes, static_cast<CUstream>(stream), params, nullptr);
       if (r != CUDA_SUCCESS) {
         char shape[128];
         std::snprintf(shape, sizeof shape, " (grid %ux%ux%u, block %ux%ux%u, %u shared bytes)",
@@ -309,14 +428,20 @@ class CudaModule final : public DeviceModule {
   // The kernel `name`, looked up once.
   CUfunction get_function(const char* name) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The host code passes string literals: their address finds the kernel without a copy.
+    if (auto hit = by_address_.find(name); hit != by_address_.end()) return hit->second;
     auto it = functions_.find(name);
-    if (it != functions_.end()) return it->second;
+    if (it != functions_.end()) {
+      by_address_.emplace(name, it->second);
+      return it->second;
+    }
     CUfunction function = nullptr;
     CUresult r = device_.driver().cuModuleGetFunction(&function, module_, name);
     if (r == CUDA_ERROR_NOT_FOUND)
       throw std::runtime_error("the device program has no such kernel");
     if (r != CUDA_SUCCESS) throw std::runtime_error(device_.failed("cuModuleGetFunction", r));
     functions_.emplace(name, function);
+    by_address_.emplace(name, function);
     return function;
   }
 
@@ -324,20 +449,31 @@ class CudaModule final : public DeviceModule {
   CUmodule module_;
   std::mutex mutex_;
   std::unordered_map<std::string, CUfunction> functions_;
+  std::unordered_map<const char*, CUfunction> by_address_;
 };
 
-std::unique_ptr<DeviceModule> CudaDevice::load_module(std::string_view code) {
+std::unique_ptr<DeviceModule> CudaDevice::load_module(std::string_view code,
+                                                      std::string_view binary) {
   bind();
+  CUmodule module = nullptr;
+  // The machine code first: it loads without compiling where the GPU is of its architecture.
+  std::string binary_error;
+  if (!binary.empty()) {
+    std::string image(binary);
+    CUresult r = d_.cuModuleLoadDataEx(&module, image.data(), 0, nullptr, nullptr);
+    if (r == CUDA_SUCCESS) return std::make_unique<CudaModule>(*this, module);
+    binary_error = failed("cuModuleLoadDataEx", r);
+  }
   // PTX is read as a NUL-terminated string.
   std::string ptx(code);
   char log[8192] = {};
   int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log))};
-  CUmodule module = nullptr;
   CUresult r = d_.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
   if (r != CUDA_SUCCESS) {
     std::string message =
         prefix() + "cannot load the device program: " + failed("cuModuleLoadDataEx", r);
+    if (!binary_error.empty()) message += " (its machine code: " + binary_error + ")";
     if (log[0]) message += "\n" + std::string(log);
     throw std::runtime_error(message);
   }
@@ -346,7 +482,7 @@ std::unique_ptr<DeviceModule> CudaDevice::load_module(std::string_view code) {
 
 }  // namespace
 
-std::unique_ptr<Device> open_cuda_device() {
+std::unique_ptr<Device> open_cuda_device(int ordinal) {
   // Kept loaded even when opening fails: an initialized driver may have threads and exit
   // handlers of its own.
   void* library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
@@ -356,7 +492,7 @@ std::unique_ptr<Device> open_cuda_device() {
                              " (the NVIDIA driver): " + (why ? why : "unknown error"));
   }
   auto device = std::make_unique<CudaDevice>(load_driver(library));
-  device->open();
+  device->open(ordinal);
   return device;
 }
 

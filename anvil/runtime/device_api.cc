@@ -2,6 +2,7 @@
 // device workspace). The drivers themselves are in cuda_device.cc and opencl_device.cc.
 #include "anvil/runtime/device_api.h"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -12,34 +13,12 @@
 
 namespace anvil::runtime {
 
-// Defined in cuda_device.cc and opencl_device.cc: open device 0 of their driver or throw
+// Defined in cuda_device.cc and opencl_device.cc: open device `ordinal` of their driver or throw
 // std::runtime_error saying why not.
-std::unique_ptr<Device> open_cuda_device();
-std::unique_ptr<Device> open_opencl_device();
+std::unique_ptr<Device> open_cuda_device(int ordinal);
+std::unique_ptr<Device> open_opencl_device(int ordinal);
 
 namespace {
-
-// One device of one type: opened once, by the first get(); a failure is kept and rethrown, so
-// that a missing driver is looked for once and every caller reads the same message.
-struct Slot {
-  std::once_flag once;
-  Device* device = nullptr;
-  std::string error;
-};
-
-Device& get_or_open(Slot& slot, std::unique_ptr<Device> (*open)()) {
-  std::call_once(slot.once, [&] {
-    try {
-      // Never destroyed: a Module held in a static may unload its program during exit, after
-      // any static device would be gone, and the drivers tear their contexts down themselves.
-      slot.device = open().release();
-    } catch (const std::exception& e) {
-      slot.error = e.what();
-    }
-  });
-  if (slot.device == nullptr) throw DeviceUnavailable(slot.error);
-  return *slot.device;
-}
 
 std::string device_name(int32_t type) {
   DLDevice device{kDLCPU, 0};
@@ -48,20 +27,84 @@ std::string device_name(int32_t type) {
   return name.substr(0, name.rfind(':'));
 }
 
-}  // namespace
+// One device of one type: opened once, by the first get(); a failure is kept and rethrown, so
+// that a missing driver is looked for once and every caller reads the same message.
+struct Slot {
+  std::once_flag once;
+  std::atomic<int> ordinal{0};
+  std::atomic<bool> opened{false};
+  Device* device = nullptr;
+  Device* for_testing = nullptr;
+  std::string error;
+};
 
-Device& Device::get(DLDeviceType type) {
+Slot& slot_of(DLDeviceType type) {
   static Slot cuda, opencl;
   switch (type) {
     case kDLCUDA:
-      return get_or_open(cuda, open_cuda_device);
+      return cuda;
     case kDLOpenCL:
-      return get_or_open(opencl, open_opencl_device);
+      return opencl;
     default:
       throw DeviceUnavailable("no GPU device layer for device type " + device_name(type) +
                               ": Anvil runs device kernels on cuda and opencl");
   }
 }
+
+}  // namespace
+
+Device& Device::get(DLDeviceType type) {
+  Slot& slot = slot_of(type);
+  if (slot.for_testing) return *slot.for_testing;
+  std::call_once(slot.once, [&] {
+    slot.opened = true;
+    try {
+      // Never destroyed: a Module held in a static may unload its program during exit, after
+      // any static device would be gone, and the drivers tear their contexts down themselves.
+      const int ordinal = slot.ordinal;
+      slot.device =
+          (type == kDLCUDA ? open_cuda_device(ordinal) : open_opencl_device(ordinal)).release();
+    } catch (const std::exception& e) {
+      slot.error = e.what();
+    }
+  });
+  if (slot.device == nullptr) throw DeviceUnavailable(slot.error);
+  return *slot.device;
+}
+
+void Device::select(DLDeviceType type, int ordinal) {
+  if (ordinal < 0)
+    throw std::invalid_argument("device " + std::to_string(ordinal) + ": no such device number");
+  Slot& slot = slot_of(type);
+  if (slot.opened && slot.ordinal != ordinal)
+    throw std::logic_error(device_name(type) + " device " + std::to_string(ordinal) +
+                           " chosen after device " + std::to_string(slot.ordinal) +
+                           " was opened: choose it before the first model is loaded");
+  slot.ordinal = ordinal;
+}
+
+int Device::selected(DLDeviceType type) {
+  return slot_of(type).ordinal;
+}
+
+void Device::set_for_testing(DLDeviceType type, Device* device) {
+  slot_of(type).for_testing = device;
+}
+
+void Device::reset_for_testing(DLDeviceType type) {
+  slot_of(type).for_testing = nullptr;
+}
+
+void Device::begin_capture(Stream) {
+  throw std::runtime_error(name() + ": this device has no graphs");
+}
+DeviceGraph Device::end_capture(Stream) {
+  throw std::runtime_error(name() + ": this device has no graphs");
+}
+void Device::launch_graph(DeviceGraph, Stream) {
+  throw std::runtime_error(name() + ": this device has no graphs");
+}
+void Device::destroy_graph(DeviceGraph) {}
 
 bool Device::available(DLDeviceType type, std::string* why) {
   try {

@@ -45,6 +45,9 @@ class DeviceModule {
                          const DLTensor* const* args, Stream stream = nullptr) = 0;
 };
 
+// A recorded sequence of device work (a CUDA graph, instantiated), replayed by launch_graph.
+using DeviceGraph = void*;
+
 // A device a program needs cannot be opened on this machine (no driver, no device, a driver
 // error while opening it): the machine's state, not a fault of the program.
 class DeviceUnavailable : public std::runtime_error {
@@ -67,6 +70,9 @@ class Device {
   virtual DLDevice dl_device() const = 0;
   // A human-readable name ("NVIDIA H200", "pthread-skylake-avx512-AMD EPYC").
   virtual std::string name() const = 0;
+  // The name with what a report wants beside it (CUDA: ordinal, architecture, multiprocessors,
+  // memory, the driver's version).
+  virtual std::string description() const { return name(); }
   virtual int64_t max_threads_per_block() const = 0;
   virtual int64_t max_shared_memory_per_block() const = 0;
 
@@ -91,9 +97,37 @@ class Device {
   virtual Stream create_stream() = 0;
   virtual void destroy_stream(Stream stream) = 0;
 
-  // Loads a device program. Throws std::runtime_error with the driver's error and, for OpenCL,
-  // the build log.
-  virtual std::unique_ptr<DeviceModule> load_module(std::string_view code) = 0;
+  // Copies `bytes` between two device arrays on `stream`, in order with the work there, without
+  // waiting for it (a graph records it). Throws std::runtime_error with the driver's error.
+  virtual void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
+                              size_t bytes, Stream stream = nullptr) = 0;
+
+  // Loads a device program: `code` (PTX or OpenCL C) and, when not empty, `binary`, machine code
+  // for one GPU (a cubin), tried first; the code is the fallback where the binary does not load.
+  // Throws std::runtime_error with the driver's error and, for OpenCL, the build log.
+  virtual std::unique_ptr<DeviceModule> load_module(std::string_view code,
+                                                    std::string_view binary = {}) = 0;
+
+  // Graphs (CUDA graphs): the work issued to `stream` (never the null stream) between
+  // begin_capture and end_capture is recorded instead of run; end_capture returns it ready to
+  // launch, and launch_graph replays it on a stream in one call. Devices without them say false
+  // and throw from the rest. All throw std::runtime_error with the driver's error.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture(Stream stream);
+  virtual DeviceGraph end_capture(Stream stream);
+  virtual void launch_graph(DeviceGraph graph, Stream stream);
+  virtual void destroy_graph(DeviceGraph graph);
+
+  // Chooses the ordinal of the device that get(type) opens (CUDA: the driver's device number;
+  // OpenCL: the index among the GPUs, else all devices, of the first platform that has one);
+  // default 0. Throws std::logic_error once get(type) has opened a device of another ordinal.
+  static void select(DLDeviceType type, int ordinal);
+  static int selected(DLDeviceType type);
+
+  // Puts `device` in place of the process's device of `type` until reset_for_testing: tests run
+  // the executor on a device that counts what it is asked to do. Not thread-safe.
+  static void set_for_testing(DLDeviceType type, Device* device);
+  static void reset_for_testing(DLDeviceType type);
 };
 
 // Device memory owned by one object: freed (errors ignored) when it goes.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "anvil/runtime/artifact.h"
+#include "anvil/runtime/device_executor.h"
 #include "anvil/runtime/host_memory.h"
 
 namespace anvil::runtime {
@@ -35,27 +36,6 @@ const char* storage_name(GraphProgram::Storage s) {
       return "owned";
   }
   return "?";
-}
-
-// Bytes of a compact tensor of `shape` and `dtype`, or -1 when it overflows.
-int64_t tensor_bytes(const std::vector<int64_t>& shape, DLDataType dtype) {
-  int64_t n = (dtype.bits * dtype.lanes + 7) / 8;
-  for (int64_t d : shape) {
-    if (d < 0 || (d > 0 && n > INT64_MAX / d)) return -1;
-    n *= d;
-  }
-  return n;
-}
-
-// A DLTensor viewing `data` as `slot` (the shape vector outlives the view).
-DLTensor view(const GraphProgram::Slot& slot, void* data) {
-  DLTensor t{};
-  t.data = data;
-  t.device = DLDevice{kDLCPU, 0};
-  t.ndim = static_cast<int32_t>(slot.shape.size());
-  t.dtype = slot.dtype;
-  t.shape = const_cast<int64_t*>(slot.shape.data());
-  return t;
 }
 
 }  // namespace
@@ -390,29 +370,6 @@ GraphProgram program_from_json(std::string_view text, const std::string& origin,
   return p;
 }
 
-struct StreamPools {
-  std::mutex mutex;
-  std::map<Stream, std::unique_ptr<WorkspacePool>> by_stream;
-
-  WorkspacePool& get(Device& device, Stream stream) {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::unique_ptr<WorkspacePool>& pool = by_stream[stream];
-    if (!pool) pool = std::make_unique<WorkspacePool>(device);
-    return *pool;
-  }
-};
-
-size_t device_bytes_held(const GraphProgram& p) {
-  if (!p.pools) return 0;
-  std::lock_guard<std::mutex> lock(p.pools->mutex);
-  size_t total = 0;
-  for (const auto& [stream, pool] : p.pools->by_stream) {
-    (void)stream;
-    total += pool->held_bytes();
-  }
-  return total;
-}
-
 // A CPU program's arenas: each run takes a free one (or a new one) and gives it back, so runs
 // after the first touch no new memory and find their activations at the same addresses.
 struct ArenaPool {
@@ -473,132 +430,6 @@ void attach_host(GraphProgram& p) {
   for (GraphProgram& sub : p.subprograms) attach_host(sub);
 }
 
-void attach_device(GraphProgram& p, const Module& module) {
-  if (module.device_type() == kDLCPU) return;
-  Device& device = Device::get(static_cast<DLDeviceType>(module.device_type()));
-  auto params = std::make_shared<std::vector<DeviceBuffer>>();
-  for (const NDArray& a : p.params) {
-    params->emplace_back(device, a.nbytes());
-    if (a.nbytes() > 0) device.copy_to_device(params->back().data(), 0, a.data(), a.nbytes());
-  }
-  p.device = &device;
-  p.context = module.context();
-  p.device_params = std::move(params);
-  p.pools = std::make_shared<StreamPools>();
-}
-
-namespace {
-
-// Device memory from a pool, back to it when it goes.
-class PooledBuffer {
- public:
-  PooledBuffer() = default;
-  PooledBuffer(WorkspacePool& pool, size_t bytes) : pool_(&pool), data_(pool.alloc(bytes)) {}
-  PooledBuffer(PooledBuffer&& o) noexcept : pool_(o.pool_), data_(o.data_) { o.data_ = nullptr; }
-  PooledBuffer& operator=(PooledBuffer&& o) noexcept {
-    std::swap(pool_, o.pool_);
-    std::swap(data_, o.data_);
-    return *this;
-  }
-  ~PooledBuffer() {
-    try {
-      if (data_) pool_->release(data_);
-    } catch (...) {
-    }
-  }
-  void* data() const { return data_; }
-
- private:
-  WorkspacePool* pool_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// execute() for a program on a GPU: every slot a device array; inputs copied in, outputs out.
-std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<NDArray>& inputs,
-                                       std::vector<double>* call_seconds, Stream stream) {
-  using clock = std::chrono::steady_clock;
-  Device& device = *p.device;
-  WorkspacePool& pool = p.pools->get(device, stream);
-  // The kernels' context: their module's, on this stream, temporaries from this pool.
-  DeviceContext context = *static_cast<const DeviceContext*>(p.context);
-  context.stream = stream;
-  context.workspaces = &pool;
-  size_t n = p.slots.size();
-  std::vector<DLTensor> views(n);
-  std::vector<PooledBuffer> owned(n);
-  std::vector<bool> ready(n, false);
-  auto place = [&](size_t s, void* data, uint64_t offset) {
-    views[s] = view(p.slots[s], data);
-    views[s].device = device.dl_device();
-    views[s].byte_offset = offset;
-    ready[s] = true;
-  };
-  PooledBuffer arena;
-  if (p.arena_bytes > 0) arena = PooledBuffer(pool, static_cast<size_t>(p.arena_bytes));
-  for (size_t s = 0; s < n; ++s) {
-    const GraphProgram::Slot& slot = p.slots[s];
-    switch (slot.storage) {
-      case GraphProgram::Storage::kInput: {
-        const NDArray& in = inputs[slot.offset];
-        owned[s] = PooledBuffer(pool, in.nbytes());
-        if (in.nbytes() > 0)
-          device.copy_to_device(owned[s].data(), 0, in.data(), in.nbytes(), stream);
-        place(s, owned[s].data(), 0);
-        break;
-      }
-      case GraphProgram::Storage::kParam:
-        place(s, (*p.device_params)[slot.offset].data(), 0);
-        break;
-      case GraphProgram::Storage::kArena:
-        place(s, arena.data(), static_cast<uint64_t>(slot.offset));
-        break;
-      case GraphProgram::Storage::kOwned:
-        break;
-    }
-  }
-  std::vector<const DLTensor*> args;
-  for (size_t i = 0; i < p.calls.size(); ++i) {
-    if (p.calls[i].is_control())
-      throw std::runtime_error(p.calls[i].kernel + ": control-flow steps run on the CPU only");
-    const GraphProgram::Call& c = p.calls[i];
-    args.clear();
-    for (int32_t a : c.args) {
-      if (!ready[a]) {
-        owned[a] = PooledBuffer(pool, static_cast<size_t>(std::max<int64_t>(
-                                          tensor_bytes(p.slots[a].shape, p.slots[a].dtype), 1)));
-        place(a, owned[a].data(), 0);
-      }
-      args.push_back(&views[a]);
-    }
-    clock::time_point start;
-    if (call_seconds) start = clock::now();
-    if (c.fn(args.data(), static_cast<int32_t>(args.size()), &context) != 0)
-      throw std::runtime_error("kernel " + c.kernel + " (" + c.nodes +
-                               ") failed: " + AnvilGetLastError());
-    if (call_seconds) {
-      device.synchronize(stream);  // launches are asynchronous: a call's time is its kernels'
-      (*call_seconds)[i] = std::chrono::duration<double>(clock::now() - start).count();
-    }
-    for (int32_t r : c.release) {
-      owned[r] = PooledBuffer();
-      ready[r] = false;
-    }
-  }
-  std::vector<NDArray> results;
-  for (int32_t o : p.outputs) {
-    const GraphProgram::Slot& slot = p.slots[o];
-    if (!ready[o]) throw std::runtime_error("output '" + slot.name + "' was never computed");
-    NDArray c = NDArray::empty(slot.shape, slot.dtype);
-    if (c.nbytes() > 0)
-      device.copy_from_device(c.data(), views[o].data, views[o].byte_offset, c.nbytes(), stream);
-    results.push_back(c);
-  }
-  device.synchronize(stream);  // a kernel's fault surfaces here rather than in the next run
-  return results;
-}
-
-}  // namespace
-
 namespace {
 
 // A body's inputs as its subprogram declares them (a program read from a file is trusted only
@@ -657,7 +488,7 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
         where[s] = p.params[slot.offset].get();
         break;
       case GraphProgram::Storage::kArena:
-        views[s] = view(slot, static_cast<uint8_t*>(arena_data) + slot.offset);
+        views[s] = slot_view(slot, static_cast<uint8_t*>(arena_data) + slot.offset);
         where[s] = &views[s];
         break;
       case GraphProgram::Storage::kOwned:

@@ -134,8 +134,10 @@ void attach_host(GraphProgram& p);
 
 // For a program whose kernels run on a GPU (module.device_type() is not kDLCPU): sets p.device,
 // p.context and p.pools and uploads the parameters. Throws std::runtime_error naming the device's
-// error.
+// error. The second form takes the device and the kernels' context (a DeviceContext that
+// outlives the program) directly.
 void attach_device(GraphProgram& p, const Module& module);
+void attach_device(GraphProgram& p, Device& device, void* context);
 
 // Runs `p` on `inputs` (one per p.inputs, already checked against the slots); returns the outputs.
 // A GPU program copies its inputs to the device, keeps its intermediates there (the arena is one
@@ -150,5 +152,21 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
                              std::vector<double>* call_seconds = nullptr, Stream stream = nullptr);
 // Device memory a GPU program's runs hold for reuse (all streams), in bytes; 0 on the CPU.
 size_t device_bytes_held(const GraphProgram& p);
+
+// Runs a GPU program on device arrays of its device: `inputs` one per p.inputs, `outputs` one per
+// p.outputs, each already checked against its slot (shape, dtype, device). Nothing passes
+// through the host: the kernels read the inputs where they are and the outputs are written in
+// place. Returns once they are written. Throws as execute does.
+void execute_on_device_arrays(const GraphProgram& p, const std::vector<const DLTensor*>& inputs,
+                              const std::vector<const DLTensor*>& outputs, Stream stream = nullptr);
+
+// How a GPU program's runs went on a device with graphs (model.h's DeviceRunCounts).
+DeviceRunCounts device_run_counts(const GraphProgram& p);
+
+// Whether GPU programs replay recorded graphs where the device has them: on unless the
+// environment sets ANVIL_DEVICE_GRAPHS=0; set_device_graphs changes it for the process (a bench
+// compares both).
+bool device_graphs_enabled();
+void set_device_graphs(bool enabled);
 
 }  // namespace anvil::runtime

@@ -194,6 +194,64 @@ std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs, void* stream
   return execute(s.program, inputs, nullptr, stream);
 }
 
+namespace {
+
+// A device array's description for an error: "cuda:0 float32[1, 3]".
+std::string describe(const DLTensor& t) {
+  std::string shape;
+  for (int32_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.shape[d]);
+  return to_string(t.device) + " " + to_string(t.dtype) + "[" + shape + "]";
+}
+
+// `t` is an array of `info`'s shape and dtype on `device`; throws InputError saying which and
+// what was expected. Allocates nothing when it is.
+void check_device_array(const char* role, size_t i, const TensorInfo& info, const DLTensor* t,
+                        const DLDevice& device) {
+  bool same = t != nullptr && t->data != nullptr && t->device.device_type == device.device_type &&
+              t->device.device_id == device.device_id && t->dtype.code == info.dtype.code &&
+              t->dtype.bits == info.dtype.bits && t->dtype.lanes == info.dtype.lanes &&
+              t->ndim == static_cast<int32_t>(info.shape.size()) && t->strides == nullptr;
+  for (int32_t d = 0; same && d < t->ndim; ++d) same = t->shape[d] == info.shape[d];
+  if (same) return;
+  std::string expected = to_string(device) + " " + to_string(info.dtype) + "[";
+  for (size_t d = 0; d < info.shape.size(); ++d)
+    expected += (d ? ", " : "") + std::to_string(info.shape[d]);
+  expected += "], compact";
+  throw InputError(
+      std::string(role) + " " + std::to_string(i) + " '" + info.name +
+      "': " + (t == nullptr || t->data == nullptr ? std::string("no array") : describe(*t)) +
+      (t != nullptr && t->strides != nullptr ? " with strides" : "") + ", expected " + expected);
+}
+
+}  // namespace
+
+void Model::run_device(const std::vector<const DLTensor*>& inputs,
+                       const std::vector<const DLTensor*>& outputs, void* stream) const {
+  const State& s = checked(state_);
+  if (!s.program.device)
+    throw InputError("Model::run_device: the model runs on the CPU (target '" + s.program.target +
+                     "'); use run");
+  if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
+    throw InputError("Model::run_device: the model takes " + std::to_string(s.inputs.size()) +
+                     " inputs and " + std::to_string(s.outputs.size()) + " outputs, given " +
+                     std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  const DLDevice device = s.program.device->dl_device();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    check_device_array("input", i, s.inputs[i], inputs[i], device);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    check_device_array("output", i, s.outputs[i], outputs[i], device);
+  execute_on_device_arrays(s.program, inputs, outputs, stream);
+}
+
+DLDevice Model::device() const {
+  const State& s = checked(state_);
+  return s.program.device ? s.program.device->dl_device() : DLDevice{kDLCPU, 0};
+}
+
+DeviceRunCounts Model::device_run_counts() const {
+  return runtime::device_run_counts(checked(state_).program);
+}
+
 std::vector<KernelProfile> Model::profile(const std::vector<NDArray>& inputs, int repeat) const {
   const State& s = checked(state_);
   if (repeat < 1)

@@ -56,6 +56,13 @@ struct KernelProfile {
   double flops = 0;  // per call, as the compiler counted them (0: unknown)
 };
 
+// How a GPU model's runs went on a device with graphs (the first run on a stream launches kernel
+// by kernel, the next records a graph, later ones replay it): runs launched kernel by kernel,
+// graphs recorded, graph launches. All zero on the CPU and on devices without graphs.
+struct DeviceRunCounts {
+  int64_t eager_runs = 0, captures = 0, graph_launches = 0;
+};
+
 class Model {
  public:
   // Loads `path` (with its parameter file beside it when the artifact keeps them apart). Throws
@@ -83,6 +90,18 @@ class Model {
   // The same on `stream` of a GPU model's device (a CUstream or cl_command_queue; see execute in
   // graph_executor.h); std::runtime_error for a CPU model.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs, void* stream) const;
+  // A GPU model on device arrays of its device (DLTensors whose data is the device's handle, as
+  // device_api.h describes): `inputs` in the order of inputs(), `outputs` in the order of
+  // outputs(), each of its shape and dtype and compact; the outputs are written in place and
+  // nothing passes through the host. Returns once they are written. On a device with graphs the
+  // runs are recorded and replayed (graph_executor.h, device_run_counts); other arrays than the
+  // last run's record again. Throws InputError for a CPU model or arrays that do not match
+  // (naming which), std::runtime_error for a kernel that fails.
+  void run_device(const std::vector<const DLTensor*>& inputs,
+                  const std::vector<const DLTensor*>& outputs, void* stream = nullptr) const;
+  DeviceRunCounts device_run_counts() const;
+  // Where the kernels run: {kDLCPU, 0}, or the GPU (its type and number).
+  DLDevice device() const;
   // Inputs by name: every input exactly once, no unknown names.
   std::vector<NDArray> run(const std::map<std::string, NDArray>& inputs) const;
 

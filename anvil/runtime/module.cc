@@ -99,7 +99,14 @@ Module Module::open(std::shared_ptr<State> state, const std::string& file) {
     try {
       Device& device = Device::get(static_cast<DLDeviceType>(type));
       std::string_view program(static_cast<const char*>(code), *static_cast<const uint64_t*>(size));
-      state->device_module = device.load_module(program);
+      // Machine code for one GPU, when the library carries it (CUDA: a cubin beside the PTX).
+      std::string_view binary;
+      const void* binary_code = dlsym(state->handle, "anvil_device_binary");
+      const void* binary_size = dlsym(state->handle, "anvil_device_binary_size");
+      if (binary_code != nullptr && binary_size != nullptr)
+        binary = std::string_view(static_cast<const char*>(binary_code),
+                                  *static_cast<const uint64_t*>(binary_size));
+      state->device_module = device.load_module(program, binary);
       state->context = DeviceContext{&device, state->device_module.get()};
       state->device_type = type;
     } catch (const std::runtime_error& e) {

@@ -21,7 +21,7 @@
 
 namespace anvil::runtime {
 
-std::unique_ptr<Device> open_opencl_device();
+std::unique_ptr<Device> open_opencl_device(int ordinal);
 
 namespace {
 
@@ -43,6 +43,7 @@ constexpr cl_int kPlatformNotFoundKhr = -1001;
   X(clReleaseMemObject)           \
   X(clEnqueueWriteBuffer)         \
   X(clEnqueueReadBuffer)          \
+  X(clEnqueueCopyBuffer)          \
   X(clCreateProgramWithSource)    \
   X(clBuildProgram)               \
   X(clGetProgramBuildInfo)        \
@@ -142,7 +143,7 @@ class OpenCLDevice final : public Device {
     if (context_) api_.clReleaseContext(context_);
   }
 
-  void open() {
+  void open(int ordinal) {
     auto fail = [](const std::string& why) {
       return std::runtime_error(std::string("no OpenCL device: ") + kLibrary + ": " + why);
     };
@@ -158,10 +159,18 @@ class OpenCLDevice final : public Device {
     // A GPU anywhere first; a platform without a device of the type asked for answers
     // CL_DEVICE_NOT_FOUND.
     cl_platform_id platform = nullptr;
+    cl_uint devices = 0;
     for (cl_device_type type :
          {cl_device_type{CL_DEVICE_TYPE_GPU}, cl_device_type{CL_DEVICE_TYPE_ALL}}) {
       for (cl_platform_id p : platforms) {
-        if (api_.clGetDeviceIDs(p, type, 1, &device_, nullptr) == CL_SUCCESS) {
+        if (api_.clGetDeviceIDs(p, type, 0, nullptr, &devices) == CL_SUCCESS && devices > 0) {
+          if (static_cast<cl_uint>(ordinal) >= devices)
+            throw fail("device " + std::to_string(ordinal) + " was asked for; the platform has " +
+                       std::to_string(devices) + " (numbered from 0)");
+          std::vector<cl_device_id> ids(devices);
+          err = api_.clGetDeviceIDs(p, type, devices, ids.data(), nullptr);
+          if (err != CL_SUCCESS) throw fail(failed("clGetDeviceIDs", err));
+          device_ = ids[static_cast<size_t>(ordinal)];
           platform = p;
           break;
         }
@@ -171,6 +180,7 @@ class OpenCLDevice final : public Device {
     if (platform == nullptr)
       throw fail(std::to_string(count) + (count == 1 ? " platform" : " platforms") +
                  ", none with a device");
+    ordinal_ = ordinal;
 
     name_ = info_string(CL_DEVICE_NAME);
     max_threads_ = static_cast<int64_t>(info<size_t>(CL_DEVICE_MAX_WORK_GROUP_SIZE));
@@ -185,7 +195,7 @@ class OpenCLDevice final : public Device {
       throw fail("device '" + name_ + "': " + failed("clCreateCommandQueue", err));
   }
 
-  DLDevice dl_device() const override { return DLDevice{kDLOpenCL, 0}; }
+  DLDevice dl_device() const override { return DLDevice{kDLOpenCL, ordinal_}; }
   std::string name() const override { return name_; }
   int64_t max_threads_per_block() const override { return max_threads_; }
   int64_t max_shared_memory_per_block() const override { return max_local_; }
@@ -244,7 +254,19 @@ class OpenCLDevice final : public Device {
       throw error("cannot release a command queue", "clReleaseCommandQueue", err);
   }
 
-  std::unique_ptr<DeviceModule> load_module(std::string_view code) override;
+  void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
+                      size_t bytes, Stream stream) override {
+    if (bytes == 0) return;
+    cl_int err = api_.clEnqueueCopyBuffer(queue(stream), buffer_of(src), buffer_of(dst), src_offset,
+                                          dst_offset, bytes, 0, nullptr, nullptr);
+    if (err != CL_SUCCESS)
+      throw error("copying " + std::to_string(bytes) + " bytes within device memory",
+                  "clEnqueueCopyBuffer", err);
+  }
+
+  // OpenCL C only: there is no machine code to try first.
+  std::unique_ptr<DeviceModule> load_module(std::string_view code,
+                                            std::string_view binary) override;
 
   std::runtime_error error(const std::string& what, const char* call, cl_int code) const {
     return std::runtime_error(prefix() + what + ": " + failed(call, code));
@@ -287,6 +309,7 @@ class OpenCLDevice final : public Device {
 
   Api api_;
   cl_device_id device_ = nullptr;
+  int ordinal_ = 0;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   std::string name_;
@@ -384,7 +407,7 @@ class OpenCLModule final : public DeviceModule {
   std::unordered_map<std::string, std::unique_ptr<Kernel>> kernels_;
 };
 
-std::unique_ptr<DeviceModule> OpenCLDevice::load_module(std::string_view code) {
+std::unique_ptr<DeviceModule> OpenCLDevice::load_module(std::string_view code, std::string_view) {
   const char* source = code.data();
   size_t length = code.size();
   cl_int err = CL_SUCCESS;
@@ -414,7 +437,7 @@ std::unique_ptr<DeviceModule> OpenCLDevice::load_module(std::string_view code) {
 
 }  // namespace
 
-std::unique_ptr<Device> open_opencl_device() {
+std::unique_ptr<Device> open_opencl_device(int ordinal) {
   // Kept loaded even when opening fails: the loader may have loaded drivers with threads and exit
   // handlers of their own.
   void* library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
@@ -424,7 +447,7 @@ std::unique_ptr<Device> open_opencl_device() {
                              " (the OpenCL ICD loader): " + (why ? why : "unknown error"));
   }
   auto device = std::make_unique<OpenCLDevice>(load_api(library));
-  device->open();
+  device->open(ordinal);
   return device;
 }
 

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -81,6 +83,29 @@ inline Values run_on_device(const runtime::Module& module, const std::string& na
   return values;
 }
 
+// Compiles C `source` with the system include path hidden (-nostdinc: only the compiler's own
+// freestanding headers, stddef.h and stdint.h among them); returns "" or the compiler's output.
+inline std::string compile_without_system_headers(const std::string& source,
+                                                  const std::string& dir) {
+  const std::string file = dir + "/host_no_headers.c";
+  {
+    std::ofstream out(file);
+    out << source;
+  }
+  const std::string command =
+      "cc -std=c99 -ffreestanding -nostdinc -isystem \"$(cc "
+      "-print-file-name=include)\" -Wall -Werror -c -o " +
+      dir + "/host_no_headers.o " + file + " 2>&1";
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "cannot run cc";
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  int status = pclose(pipe);
+  return status == 0 ? "" : "cc failed (" + std::to_string(status) + "):\n" + output;
+}
+
 // Lowers `s` for OpenCL, builds it, runs it on PoCL and compares output `out` with `expected`
 // within `tol` relative to 1 + |expected|. Also lowers it for CUDA and compiles its kernels to PTX
 // with NVRTC (nothing runs: there is no NVIDIA GPU here).
@@ -101,11 +126,19 @@ inline void check_gpu(const te::Schedule& s, const std::vector<te::Tensor>& args
 
   Target cuda = Target::parse("cuda -arch=sm_90");
   ir::DeviceFunc g = lower_gpu(s, args, "kernel", cuda);
-  std::string ptx = codegen::device_program({g}, cuda);
+  codegen::DeviceProgram program = codegen::device_program({g}, cuda);
+  const std::string& ptx = program.code;
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   for (const ir::DeviceKernel& k : g.kernels) {
     EXPECT_NE(ptx.find(".entry " + k.name + "("), std::string::npos) << k.name << " in\n" << ptx;
+    EXPECT_NE(program.resources.find("  " + k.name + ": "), std::string::npos) << program.resources;
   }
+  EXPECT_FALSE(program.binary.empty());
+  // The host code needs nothing outside the compiler's own headers: a GPU machine may lack
+  // DLPack's.
+  std::string host = codegen::generate_gpu_host({g}, cuda, program);
+  std::string errors = compile_without_system_headers(host, dir.path());
+  EXPECT_EQ(errors, "") << host.substr(0, 4000);
 }
 
 }  // namespace anvil::gpu_testing

@@ -7,10 +7,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "anvil/support/temp_dir.h"
 #include "testing/errors.h"
 
 namespace anvil::testing {
@@ -92,7 +95,7 @@ TEST(Nvrtc, UndeclaredIdentifierCarriesTheLog) {
 
 TEST(Nvrtc, ArchitecturesNvrtcRefuses) {
   std::string e = user_error([] { compile_cuda_to_ptx(kAxpy, "axpy.cu", "sm_1"); });
-  EXPECT_TRUE(contains(e, "refuses architecture 'sm_1' (--gpu-architecture=compute_1)")) << e;
+  EXPECT_TRUE(contains(e, "refuses architecture 'sm_1' (--gpu-architecture=sm_1)")) << e;
   EXPECT_TRUE(contains(e, "sm_90")) << e;  // the list of what it supports
 }
 
@@ -144,6 +147,94 @@ TEST(NvrtcDeathTest, AnExplicitLibraryIsUsed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(compile_with_nvrtc_from("/usr/local/cuda/lib64/libnvrtc.so.13"),
               ::testing::ExitedWithCode(0), "");
+}
+
+// The machine code for the real architecture comes with the PTX, and ptxas's report of the
+// kernel's resources (the host has no GPU: ptxas runs inside NVRTC).
+TEST(Nvrtc, CompilesMachineCodeAndReportsResources) {
+  codegen::CudaBinary b = codegen::compile_cuda(kAxpy, "axpy.cu", "sm_90");
+  EXPECT_EQ(b.arch, "sm_90");
+  EXPECT_TRUE(contains(b.ptx, ".target sm_90"));
+  ASSERT_GT(b.cubin.size(), 4u);
+  EXPECT_EQ(b.cubin.substr(0, 4), std::string("\x7f"
+                                              "ELF"));  // an ELF image, as cubins are
+  ASSERT_EQ(b.kernels.size(), 1u);
+  EXPECT_EQ(b.kernels[0].name, "axpy");
+  EXPECT_GT(b.kernels[0].registers, 0);
+  EXPECT_LE(b.kernels[0].registers, 255);
+  EXPECT_EQ(b.kernels[0].shared_bytes, 512);  // float tile[128]
+  EXPECT_EQ(b.kernels[0].spill_store_bytes, 0);
+  std::string table = codegen::format_cuda_resources(b.kernels, b.arch);
+  EXPECT_TRUE(contains(table, "device code for sm_90 (ptxas): 1 kernels")) << table;
+  EXPECT_TRUE(contains(table, "  axpy: ")) << table;
+}
+
+TEST(Nvrtc, ParsesThePtxasReport) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k0' for 'sm_90'\n"
+      "ptxas info    : Function properties for k0\n"
+      "ptxas         .     24 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 6144 bytes smem, 380 bytes cmem[0]\n"
+      "ptxas info    : Compile time = 2.820 ms\n"
+      "ptxas info    : Compiling entry function 'k1' for 'sm_90'\n"
+      "ptxas info    : Function properties for k1\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 8 registers, used 0 barriers\n";
+  std::vector<codegen::CudaKernelResources> k = codegen::parse_ptxas_info(log);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].name, "k0");
+  EXPECT_EQ(k[0].registers, 255);
+  EXPECT_EQ(k[0].shared_bytes, 6144);
+  EXPECT_EQ(k[0].stack_frame_bytes, 24);
+  EXPECT_EQ(k[0].spill_store_bytes, 16);
+  EXPECT_EQ(k[0].spill_load_bytes, 12);
+  EXPECT_EQ(k[1].name, "k1");
+  EXPECT_EQ(k[1].registers, 8);
+  EXPECT_EQ(k[1].shared_bytes, 0);
+  EXPECT_EQ(k[1].spill_store_bytes, 0);
+  std::string table = codegen::format_cuda_resources(k, "sm_90");
+  EXPECT_TRUE(contains(table, "2 kernels, at most 255 registers, 1 with spills")) << table;
+  EXPECT_TRUE(contains(table, "k0: 255 registers, 6144 B shared, spills 16 B stored / 12 B loaded"))
+      << table;
+  EXPECT_EQ(codegen::format_cuda_resources({}, "sm_90"), "");
+}
+
+// Where NVRTC is looked for: the names, then the toolkit's directories, then the NVIDIA wheels of
+// the bench's Python (a fake interpreter here, reporting a fake site-packages), in that order.
+TEST(Nvrtc, SearchOrderEndsWithThePythonWheels) {
+  TempDir dir("anvil_nvrtc_search", "the fake CUDA and Python trees");
+  namespace fs = std::filesystem;
+  const std::string site = dir.path() + "/lib/python3.12/site-packages";
+  fs::create_directories(site + "/nvidia/cu13/lib");
+  fs::create_directories(site + "/nvidia/cuda_nvrtc/lib");
+  fs::create_directories(site + "/nvidia/cublas/lib");  // not NVRTC's
+  const std::string python = dir.path() + "/python3";
+  {
+    std::ofstream f(python);
+    f << "#!/bin/sh\necho " << site << "\necho /nonexistent/site-packages\n";
+  }
+  fs::permissions(python, fs::perms::owner_all);
+  setenv("CUDA_HOME", (dir.path() + "/cuda").c_str(), 1);
+  setenv("ANVIL_BENCH_PYTHON", python.c_str(), 1);
+  std::vector<std::string> dirs = codegen::nvrtc_search_dirs();
+  EXPECT_EQ(dirs,
+            (std::vector<std::string>{dir.path() + "/cuda/lib64", "/usr/local/cuda/lib64",
+                                      "/usr/local/cuda/targets/x86_64-linux/lib",
+                                      site + "/nvidia/cu13/lib", site + "/nvidia/cuda_nvrtc/lib"}));
+  std::vector<std::string> candidates = codegen::nvrtc_candidates();
+  ASSERT_EQ(candidates.size(), 4u + 4u * dirs.size());
+  EXPECT_EQ(candidates[0], "libnvrtc.so");
+  EXPECT_EQ(candidates[3], "libnvrtc.so.11.2");
+  EXPECT_EQ(candidates[4], dir.path() + "/cuda/lib64/libnvrtc.so");
+  EXPECT_EQ(candidates[4 + 4 * 3 + 1], site + "/nvidia/cu13/lib/libnvrtc.so.13");
+  EXPECT_EQ(candidates.back(), site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2");
+
+  // A Python that does not run adds no directory.
+  setenv("ANVIL_BENCH_PYTHON", (dir.path() + "/no-such-python").c_str(), 1);
+  EXPECT_EQ(codegen::nvrtc_search_dirs().size(), 3u);
+  unsetenv("CUDA_HOME");
+  unsetenv("ANVIL_BENCH_PYTHON");
 }
 
 }  // namespace

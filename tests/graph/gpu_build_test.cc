@@ -81,6 +81,47 @@ TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
   }
 }
 
+// Inputs and outputs on the device (Model::run_device): the kernels read the caller's arrays and
+// write the outputs in place, as a run through the host computes them; arrays that do not match
+// are refused, naming which.
+TEST(GpuBuild, RunsOnDeviceArrays) {
+  Graph g = models::build_model("dqn");
+  std::vector<runtime::NDArray> inputs = models::example_inputs(g);
+  std::vector<runtime::NDArray> want = interpret(g, inputs);
+  CompiledGraph cg = CompiledGraph::build(g, Target::parse("opencl"), BuildOptions());
+  TempDir dir("anvil_gpu_build", "the OpenCL artifact");
+  cg.save(dir.path() + "/dqn.so");
+  runtime::Model m = runtime::Model::load(dir.path() + "/dqn.so");
+  EXPECT_EQ(m.device().device_type, kDLOpenCL);
+  runtime::Device& device = runtime::Device::get(kDLOpenCL);
+  runtime::NDArray out = runtime::NDArray::empty(want[0].shape(), want[0].dtype());
+  runtime::DeviceArrays in_device(device, {&inputs[0]}), out_device(device, {&out});
+  for (int run = 0; run < 2; ++run) {
+    m.run_device(in_device.args(), out_device.args());
+    runtime::NDArray got = runtime::NDArray::empty(want[0].shape(), want[0].dtype());
+    out_device.read(0, got);
+    expect_close({got}, want, "dqn on device arrays, run " + std::to_string(run));
+  }
+  runtime::Stream stream = device.create_stream();
+  m.run_device(in_device.args(), out_device.args(), stream);
+  device.destroy_stream(stream);
+
+  // The input where the output belongs: its shape is named.
+  try {
+    m.run_device(out_device.args(), out_device.args());
+    ADD_FAILURE() << "an array of the wrong shape was taken";
+  } catch (const runtime::InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("input 0"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("expected opencl:0 float32[1, 4, 84, 84]"));
+  }
+  // Host arrays are not device arrays.
+  const DLTensor* host_in[] = {inputs[0].get()};
+  EXPECT_THROW(m.run_device({host_in[0]}, out_device.args()), runtime::InputError);
+  EXPECT_THROW(m.run_device({}, out_device.args()), runtime::InputError);
+  CompiledGraph cpu = CompiledGraph::build(g, Target::host(), BuildOptions());
+  EXPECT_THROW(cpu.model().run_device(in_device.args(), out_device.args()), runtime::InputError);
+}
+
 TEST(GpuBuild, DcganOnOpenCL) {
   check_opencl("dcgan");
 }
@@ -105,6 +146,8 @@ TEST(GpuBuild, FiveWorkloadsCompileForCuda) {
     std::string path = dir.path() + "/" + name + ".so";
     cg.save(path);
     EXPECT_GT(std::filesystem::file_size(path), 0u);
+    // The machine code for sm_90 was made here: ptxas's report of every kernel is in the summary.
+    EXPECT_THAT(cg.summary(), ::testing::HasSubstr("device code for sm_90 (ptxas): "));
     if (!runtime::Device::available(kDLCUDA)) {
       EXPECT_THAT(testing::user_error([&] { cg.run(models::example_inputs(g)); }),
                   ::testing::HasSubstr("whose device is not available here"));

@@ -30,6 +30,7 @@
 #include "anvil/target/peak.h"
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
+#include "tools/anvil/bench_device.h"
 #include "tools/anvil/bench_report.h"
 #include "tools/anvil/commands.h"
 
@@ -319,6 +320,20 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
                     const fs::path& work) {
   BenchRow row = empty_row(m.name, threads, b.name);
   std::vector<double> anvil_ms, baseline_ms, ignored;
+  // On a GPU Anvil's runs stay on the device, as the baselines' do.
+  std::optional<DeviceRuns> on_device;
+  if (model.device().device_type != kDLCPU) {
+    on_device.emplace(model, inputs);
+    if (std::string differs = on_device->check(want); !differs.empty())
+      throw CliError(kRuntime,
+                     m.name + ": the run on device arrays computes something else: " + differs);
+  }
+  auto time_anvil = [&](int n, std::vector<double>* ms) {
+    if (on_device)
+      on_device->time(n, ms);
+    else
+      time_runs(model, inputs, n, ms);
+  };
   if (!b.name.empty() && b.start_error.empty()) {
     row.note = error_of([&] {
       // A worker per pair: one baseline process at a time, each started for its thread count
@@ -341,11 +356,11 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
         answer = worker.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
         for (const auto& v : answer.at("ms")) ms->push_back(v.get<double>());
       };
-      time_runs(model, inputs, o.warmup, &ignored);
+      time_anvil(o.warmup, &ignored);
       time_baseline(o.warmup, &ignored);
       while (static_cast<int>(anvil_ms.size()) < o.runs) {
         pause_between_blocks(o);
-        time_runs(model, inputs, o.block, &anvil_ms);
+        time_anvil(o.block, &anvil_ms);
         pause_between_blocks(o);
         time_baseline(o.block, &baseline_ms);
       }
@@ -356,8 +371,8 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
   // Without a baseline time Anvil is timed alone.
   if (!row.note.empty() || anvil_ms.empty()) {
     anvil_ms.clear();
-    time_runs(model, inputs, o.warmup, &ignored);
-    time_runs(model, inputs, o.runs, &anvil_ms);
+    time_anvil(o.warmup, &ignored);
+    time_anvil(o.runs, &anvil_ms);
   }
   if (!row.note.empty()) baseline_ms.clear();
   set_times(&row, anvil_ms, baseline_ms);
@@ -593,6 +608,31 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
     std::printf("  %s%s\n", target.is_gpu() ? "GPU" : threads_string(t).c_str(), line.c_str());
     std::fflush(stdout);
   }
+  if (target.is_gpu()) {
+    // What the graph and the device-resident arrays are worth: Anvil against itself.
+    DeviceModeTimes d = with_exit_code(kRuntime, "timing " + m.name + " on the device", [&] {
+      return time_device_modes(base.model, inputs, o.warmup, o.runs, o.block);
+    });
+    const runtime::DeviceRunCounts counts = base.model.device_run_counts();
+    std::string line;
+    for (const auto& [name, ms] : {std::pair{"anvil_kernel_by_kernel", &d.kernel_by_kernel_ms},
+                                   std::pair{"anvil_host_copies", &d.host_copies_ms}}) {
+      BenchRow row = empty_row(m.name, 1, name);
+      set_times(&row, d.graph_ms, *ms);
+      row.gflops = flops / (row.anvil_ms * 1e6);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; %s %.3f ms", name, *row.baseline_ms);
+      line += buf;
+      report->rows.push_back(row);
+    }
+    std::printf(
+        "  GPU, Anvil against itself: graph replay %.3f ms%s (%lld graph launches, %lld "
+        "recordings, %lld runs kernel by kernel in this process)\n",
+        latency_stats(d.graph_ms).median_ms, line.c_str(),
+        static_cast<long long>(counts.graph_launches), static_cast<long long>(counts.captures),
+        static_cast<long long>(counts.eager_runs));
+    std::fflush(stdout);
+  }
   if (o.ablation) ablate(g, m, target, base, inputs, o, work, report);
   if (o.profile) {
     // On the CPU at the last thread count; on a GPU each call is waited for alone.
@@ -693,8 +733,8 @@ void bench_command(const BenchOptions& options) {
     std::printf(
         "anvil bench on %s (target '%s'; the host: %s); %d timed runs per side in blocks of %d "
         "after %d warm-up runs\n"
-        "Anvil's runs copy the inputs to the device and the outputs back; the baselines' inputs "
-        "stay on the device\n",
+        "Both sides' inputs and outputs stay on the device (Anvil: Model::run_device, replaying "
+        "a recorded graph where the device has graphs)\n",
         report.gpu.c_str(), target.str().c_str(), report.cpu.c_str(), report.runs, o.block,
         o.warmup);
   } else {

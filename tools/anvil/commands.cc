@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "anvil/autotune/ab_timing.h"
+#include "anvil/codegen/c/codegen_c.h"
+#include "anvil/codegen/cuda/nvrtc.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/frontend/onnx/exporter.h"
 #include "anvil/frontend/onnx/importer.h"
@@ -567,6 +569,20 @@ void env_command(const std::string& target_text) {
     }
   }
   std::cout << t.describe();
+  // What GPU builds and runs would use here: the host code's C compiler, NVRTC, the devices.
+  std::cout << "C compiler (GPU host code, target c): " << codegen::c_compiler() << "\n";
+  std::string why;
+  if (codegen::nvrtc_available(&why))
+    std::cout << "NVRTC: " << codegen::nvrtc_version() << " (" << codegen::nvrtc_path() << ")\n";
+  else
+    std::cout << "NVRTC: none: " << why << "\n";
+  for (DLDeviceType type : {kDLCUDA, kDLOpenCL}) {
+    const char* name = type == kDLCUDA ? "CUDA device" : "OpenCL device";
+    if (runtime::Device::available(type, &why))
+      std::cout << name << ": " << runtime::Device::get(type).description() << "\n";
+    else
+      std::cout << name << ": none: " << why << "\n";
+  }
   const std::string thp = runtime::huge_page_mode();
   std::cout << "transparent huge pages: " << thp
             << (thp == "always" || thp == "madvise"

@@ -41,6 +41,7 @@
 #include <iostream>
 
 #include "anvil/runtime/artifact.h"
+#include "anvil/runtime/device_api.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/bench.h"
 #include "tools/anvil/commands.h"
@@ -83,6 +84,11 @@ std::string version_string() {
 int main(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning compiler (ONNX or built-in models to model.so)", "anvil"};
   app.require_subcommand(1);
+  int device_number = 0;
+  app.add_option("--device", device_number,
+                 "The GPU that GPU targets run on (CUDA device number; OpenCL: the index among "
+                 "the platform's GPUs), default 0; before the command: anvil --device 1 run ...")
+      ->check(CLI::NonNegativeNumber);
   app.set_version_flag("--version", version_string(),
                        "Print Anvil's version, its LLVM and its artifact format, and exit");
 
@@ -419,6 +425,8 @@ int main(int argc, char** argv) {
   }
 
   try {
+    anvil::runtime::Device::select(kDLCUDA, device_number);
+    anvil::runtime::Device::select(kDLOpenCL, device_number);
     if (c->parsed()) {
       compile_command(compile);
     } else if (r->parsed()) {

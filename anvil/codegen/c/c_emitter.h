@@ -209,8 +209,9 @@ void declare_kernel_names(ModuleContext& module, const std::vector<std::string>&
 // `preamble`, the runtime declarations the functions use, `globals`, the helpers, the functions.
 std::string assemble_module(const ModuleContext& module, const std::string& preamble,
                             const std::string& globals = "");
-// A C library's preamble (includes, the export macro) and its anvil_module_version.
-std::string c_preamble(const std::vector<std::string>& kernels);
+// A C library's preamble (the C library's headers, math.h only `with_math`; DLPack's types; the
+// export macro) and its anvil_module_version. The source needs no header beyond the C library's.
+std::string c_preamble(const std::vector<std::string>& kernels, bool with_math = true);
 std::string c_module_version();
 
 // Prefix of a helper function's definition in `dialect` ("static inline ..." for C).

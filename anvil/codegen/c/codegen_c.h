@@ -2,7 +2,7 @@
 // compiler into a shared library. It is the second opinion whenever the LLVM path is in doubt,
 // and the route to micro-controllers later.
 //
-// The source includes only <dlpack/dlpack.h>, <math.h>, <stddef.h> and <stdint.h>, declares the
+// The source includes only <math.h>, <stddef.h> and <stdint.h>, declares DLPack's tensor and the
 // runtime functions it calls, and uses two GNU extensions (visibility and alignment
 // attributes). Vectors are scalarized: each vector store or vector let becomes a short loop over
 // its lanes, which the C compiler vectorizes again. Parallel loops become static functions called
@@ -30,10 +30,14 @@ std::string generate_c(const std::vector<ir::LoweredFunc>& funcs);
 // -FEATURE. Throws anvil::Error for -mtriple: the system compiler builds for this machine only.
 std::string c_cpu_flags(const Target& target);
 
+// The C compiler the builds run: $CC when set (it may carry flags), else the first of cc, gcc
+// and clang on PATH.
+std::string c_compiler();
+
 // Writes the source next to `library_path` (same name, .c), compiles it with
-// `$CC -O3 -std=c99 -shared -fPIC CPU_FLAGS -fno-math-errno -ffp-contract=fast` ($CC defaults to
-// cc and may carry extra flags), and loads the library. Throws anvil::Error with the source path
-// and the compiler's output when compilation fails, and when loading fails.
+// `CC -O3 -std=c99 -shared -fPIC CPU_FLAGS -fno-math-errno -ffp-contract=fast` (CC: c_compiler()),
+// and loads the library. Throws anvil::Error with the source path and the compiler's output when
+// compilation fails, and when loading fails.
 runtime::Module build_c(const std::vector<ir::LoweredFunc>& funcs, const std::string& library_path,
                         const std::string& cpu_flags = "-march=native");
 // As build_c, for C source generated elsewhere (a GPU target's host code); compile_c_library

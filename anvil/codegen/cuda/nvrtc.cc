@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <string>
@@ -36,6 +38,9 @@ struct Nvrtc {
   nvrtcResult (*GetProgramLog)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*GetPTX)(nvrtcProgram, char*) = nullptr;
+  // Optional (CUDA 11.1 and later): the machine code for a real architecture.
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*DestroyProgram)(nvrtcProgram*) = nullptr;
   const char* (*GetErrorString)(nvrtcResult) = nullptr;
   nvrtcResult (*Version)(int*, int*) = nullptr;
@@ -78,6 +83,8 @@ bool try_open(const std::string& file, Nvrtc& lib, std::string* why) {
   resolve(lib.DestroyProgram, "nvrtcDestroyProgram");
   resolve(lib.GetErrorString, "nvrtcGetErrorString");
   resolve(lib.Version, "nvrtcVersion");
+  resolve(lib.GetCUBINSize, "nvrtcGetCUBINSize", false);
+  resolve(lib.GetCUBIN, "nvrtcGetCUBIN", false);
   resolve(lib.GetNumSupportedArchs, "nvrtcGetNumSupportedArchs", false);
   resolve(lib.GetSupportedArchs, "nvrtcGetSupportedArchs", false);
   int major = 0, minor = 0;
@@ -96,6 +103,33 @@ bool try_open(const std::string& file, Nvrtc& lib, std::string* why) {
   return true;
 }
 
+// The site-packages directories of `python` (one per line of its answer), or none when it does
+// not run.
+std::vector<std::string> site_packages(const std::string& python) {
+  std::string command = "'" + python +
+                        "' -c 'import site, sys; print(\"\\n\".join(site.getsitepackages() + "
+                        "[site.getusersitepackages()] + sys.path))' 2>/dev/null";
+  std::vector<std::string> dirs;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return dirs;
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  if (::pclose(pipe) != 0) return {};
+  size_t begin = 0;
+  while (begin < output.size()) {
+    size_t end = output.find('\n', begin);
+    if (end == std::string::npos) end = output.size();
+    std::string dir = output.substr(begin, end - begin);
+    if (!dir.empty() && dir.find("site-packages") != std::string::npos &&
+        std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
+      dirs.push_back(dir);
+    begin = end + 1;
+  }
+  return dirs;
+}
+
 Nvrtc open_nvrtc() {
   Nvrtc lib;
   std::vector<std::string> failures;  // informative failures only, not "no such file"
@@ -111,38 +145,24 @@ Nvrtc open_nvrtc() {
     return lib;
   }
 
-  const std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                                          "libnvrtc.so.11.2"};
-  for (const std::string& name : names) {
+  for (const std::string& candidate : nvrtc_candidates()) {
+    bool by_name = candidate.find('/') == std::string::npos;
+    if (!by_name && ::access(candidate.c_str(), F_OK) != 0) continue;
     std::string why;
-    if (try_open(name, lib, &why)) return lib;
+    if (try_open(candidate, lib, &why)) return lib;
     // dlopen by name says only "cannot open shared object file" when the name is not found.
-    if (why.find("cannot open shared object file") == std::string::npos)
-      failures.push_back(str(name, ": ", why));
+    if (!by_name || why.find("cannot open shared object file") == std::string::npos)
+      failures.push_back(str(candidate, ": ", why));
   }
 
-  std::vector<std::string> dirs;
-  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0')
-    dirs.push_back(str(home, "/lib64"));
-  for (const char* dir : {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"})
-    if (dirs.empty() || dirs.front() != dir) dirs.emplace_back(dir);
-  for (const std::string& dir : dirs) {
-    for (const std::string& name : names) {
-      std::string file = str(dir, "/", name);
-      if (::access(file.c_str(), F_OK) != 0) continue;
-      std::string why;
-      if (try_open(file, lib, &why)) return lib;
-      failures.push_back(str(file, ": ", why));
-    }
-  }
-
-  std::string names_list, dirs_list;
-  for (const std::string& name : names) names_list += str(names_list.empty() ? "" : ", ", name);
-  for (const std::string& dir : dirs) dirs_list += str(dirs_list.empty() ? "" : ", ", dir);
-  lib.error = str("NVRTC (libnvrtc, the CUDA runtime compiler) was not found: tried ", names_list,
-                  " by name (the loader's search path), then in ", dirs_list,
-                  ". NVRTC is part of the CUDA toolkit: install it, or set ANVIL_NVRTC to the "
-                  "full path of libnvrtc.so");
+  std::string dirs_list;
+  for (const std::string& dir : nvrtc_search_dirs())
+    dirs_list += str(dirs_list.empty() ? "" : ", ", dir);
+  lib.error = str("NVRTC (libnvrtc, the CUDA runtime compiler) was not found: tried libnvrtc.so, ",
+                  "libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so.11.2 by name (the loader's ",
+                  "search path), then in ", dirs_list.empty() ? "no directory" : dirs_list,
+                  ". NVRTC is part of the CUDA toolkit and of the nvidia-cuda-nvrtc Python wheel: ",
+                  "install one, or set ANVIL_NVRTC to the full path of libnvrtc.so");
   for (const std::string& f : failures) lib.error += str("\n  ", f);
   return lib;
 }
@@ -184,7 +204,7 @@ std::string supported_archs(const Nvrtc& lib) {
   return str("; it supports ", list);
 }
 
-// Destroys the program on every path out of compile_cuda_to_ptx.
+// Destroys the program on every path out of compile_cuda.
 struct ProgramGuard {
   const Nvrtc& lib;
   nvrtcProgram program = nullptr;
@@ -195,10 +215,82 @@ struct ProgramGuard {
 
 }  // namespace
 
-std::string compile_cuda_to_ptx(const std::string& source, const std::string& name,
-                                const std::string& arch) {
-  std::string compute = virtual_arch(arch);
-  ANVIL_CHECK(!compute.empty(), "CUDA compilation of '", name, "': unknown architecture '", arch,
+std::vector<std::string> nvrtc_search_dirs() {
+  std::vector<std::string> dirs;
+  auto add = [&](const std::string& dir) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  };
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0')
+    add(str(home, "/lib64"));
+  add("/usr/local/cuda/lib64");
+  add("/usr/local/cuda/targets/x86_64-linux/lib");
+  // The wheels PyTorch installs with pip: nvidia/cu13/lib (CUDA 13), nvidia/cuda_nvrtc/lib
+  // (CUDA 12), in the site-packages of the Python the bench uses, else python3's.
+  const char* bench_python = std::getenv("ANVIL_BENCH_PYTHON");
+  std::string python = bench_python && *bench_python ? bench_python : "python3";
+  for (const std::string& site : site_packages(python)) {
+    for (const char* sub : {"/nvidia/cu13/lib", "/nvidia/cuda_nvrtc/lib", "/nvidia/cu12/lib"}) {
+      std::string dir = site + sub;
+      if (::access(dir.c_str(), F_OK) == 0) add(dir);
+    }
+  }
+  return dirs;
+}
+
+std::vector<std::string> nvrtc_candidates() {
+  const std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                          "libnvrtc.so.11.2"};
+  std::vector<std::string> candidates = names;
+  for (const std::string& dir : nvrtc_search_dirs())
+    for (const std::string& name : names) candidates.push_back(str(dir, "/", name));
+  return candidates;
+}
+
+std::vector<CudaKernelResources> parse_ptxas_info(const std::string& log) {
+  std::vector<CudaKernelResources> kernels;
+  auto number_before = [](const std::string& line, const std::string& unit) -> int64_t {
+    size_t at = line.find(unit);
+    if (at == std::string::npos || at == 0) return -1;
+    size_t end = at;
+    while (end > 0 && line[end - 1] == ' ') --end;
+    size_t begin = end;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+    if (begin == end) return -1;
+    return std::stoll(line.substr(begin, end - begin));
+  };
+  size_t begin = 0;
+  while (begin < log.size()) {
+    size_t end = log.find('\n', begin);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(begin, end - begin);
+    begin = end + 1;
+    const std::string entry = "Compiling entry function '";
+    if (size_t at = line.find(entry); at != std::string::npos) {
+      size_t name_begin = at + entry.size();
+      size_t name_end = line.find('\'', name_begin);
+      if (name_end == std::string::npos) continue;
+      kernels.push_back(CudaKernelResources{line.substr(name_begin, name_end - name_begin)});
+      continue;
+    }
+    if (kernels.empty()) continue;
+    CudaKernelResources& k = kernels.back();
+    if (line.find("stack frame") != std::string::npos) {
+      k.stack_frame_bytes = std::max<int64_t>(0, number_before(line, "bytes stack frame"));
+      k.spill_store_bytes = std::max<int64_t>(0, number_before(line, "bytes spill stores"));
+      k.spill_load_bytes = std::max<int64_t>(0, number_before(line, "bytes spill loads"));
+    } else if (line.find("Used ") != std::string::npos &&
+               line.find("registers") != std::string::npos) {
+      k.registers = static_cast<int>(std::max<int64_t>(0, number_before(line, "registers")));
+      k.shared_bytes = std::max<int64_t>(0, number_before(line, "bytes smem"));
+    }
+  }
+  return kernels;
+}
+
+CudaBinary compile_cuda(const std::string& source, const std::string& name,
+                        const std::string& arch) {
+  ANVIL_CHECK(!virtual_arch(arch).empty(), "CUDA compilation of '", name,
+              "': unknown architecture '", arch,
               "' (expected sm_<number>, such as sm_80 or sm_90)");
   const Nvrtc& lib = nvrtc_or_throw();
 
@@ -208,10 +300,12 @@ std::string compile_cuda_to_ptx(const std::string& source, const std::string& na
   ANVIL_CHECK(r == kNvrtcSuccess, "CUDA compilation of '", name,
               "': nvrtcCreateProgram failed: ", lib.error_string(r));
 
-  // No fast math: the code generator decides on floating point itself; only contraction to FMA
-  // is allowed, as in the CPU backends.
-  const std::string arch_option = "--gpu-architecture=" + compute;
-  const char* options[] = {arch_option.c_str(), "-default-device", "--std=c++17", "--fmad=true"};
+  // For the real architecture: NVRTC then gives the PTX and the machine code, and ptxas reports
+  // each kernel's registers, spills and shared memory (-v). No fast math: the code generator
+  // decides on floating point itself; only contraction to FMA is allowed, as in the CPU backends.
+  const std::string arch_option = "--gpu-architecture=" + arch;
+  const char* options[] = {arch_option.c_str(), "-default-device", "--std=c++17", "--fmad=true",
+                           "--ptxas-options=-v"};
   nvrtcResult compiled =
       lib.CompileProgram(guard.program, static_cast<int>(std::size(options)), options);
 
@@ -230,17 +324,58 @@ std::string compile_cuda_to_ptx(const std::string& source, const std::string& na
               " failed (NVRTC ", lib.version, ", ", lib.error_string(compiled), ")",
               log.empty() ? "" : ":\n", log);
 
+  CudaBinary binary;
+  binary.arch = arch;
   size_t ptx_size = 0;
   r = lib.GetPTXSize(guard.program, &ptx_size);
   ANVIL_CHECK(r == kNvrtcSuccess, "CUDA compilation of '", name,
               "': nvrtcGetPTXSize failed: ", lib.error_string(r));
-  std::string ptx(ptx_size, '\0');
-  r = lib.GetPTX(guard.program, ptx.data());
+  binary.ptx.assign(ptx_size, '\0');
+  r = lib.GetPTX(guard.program, binary.ptx.data());
   ANVIL_CHECK(r == kNvrtcSuccess, "CUDA compilation of '", name,
               "': nvrtcGetPTX failed: ", lib.error_string(r));
   // The size counts the terminating NUL.
-  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
-  return ptx;
+  while (!binary.ptx.empty() && binary.ptx.back() == '\0') binary.ptx.pop_back();
+
+  size_t cubin_size = 0;
+  if (lib.GetCUBINSize && lib.GetCUBIN &&
+      lib.GetCUBINSize(guard.program, &cubin_size) == kNvrtcSuccess && cubin_size > 0) {
+    binary.cubin.assign(cubin_size, '\0');
+    if (lib.GetCUBIN(guard.program, binary.cubin.data()) != kNvrtcSuccess) binary.cubin.clear();
+  }
+  binary.kernels = parse_ptxas_info(log);
+  return binary;
+}
+
+std::string compile_cuda_to_ptx(const std::string& source, const std::string& name,
+                                const std::string& arch) {
+  return compile_cuda(source, name, arch).ptx;
+}
+
+std::string nvrtc_path() {
+  return nvrtc_or_throw().path;
+}
+
+std::string format_cuda_resources(const std::vector<CudaKernelResources>& kernels,
+                                  const std::string& arch) {
+  if (kernels.empty()) return "";
+  int max_registers = 0;
+  int64_t spilled = 0;
+  for (const CudaKernelResources& k : kernels) {
+    max_registers = std::max(max_registers, k.registers);
+    if (k.spill_store_bytes > 0 || k.spill_load_bytes > 0) ++spilled;
+  }
+  std::string out =
+      str("device code for ", arch, " (ptxas): ", kernels.size(), " kernels, at most ",
+          max_registers, " registers, ", spilled, " with spills\n");
+  for (const CudaKernelResources& k : kernels) {
+    out += str("  ", k.name, ": ", k.registers, " registers, ", k.shared_bytes, " B shared");
+    if (k.spill_store_bytes > 0 || k.spill_load_bytes > 0)
+      out += str(", spills ", k.spill_store_bytes, " B stored / ", k.spill_load_bytes, " B loaded");
+    if (k.stack_frame_bytes > 0) out += str(", ", k.stack_frame_bytes, " B stack");
+    out += "\n";
+  }
+  return out;
 }
 
 bool nvrtc_available(std::string* why) {

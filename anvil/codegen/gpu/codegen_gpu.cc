@@ -75,16 +75,22 @@ std::string generate_opencl(const std::vector<ir::DeviceFunc>& funcs) {
   return generate_device(funcs, c::Dialect::kOpenCL);
 }
 
-std::string device_program(const std::vector<ir::DeviceFunc>& funcs, const Target& target) {
+DeviceProgram device_program(const std::vector<ir::DeviceFunc>& funcs, const Target& target) {
+  DeviceProgram program;
   if (device_type(target) == kDLCUDA) {
     std::string name = funcs.empty() ? "anvil" : funcs[0].name;
-    return compile_cuda_to_ptx(generate_cuda(funcs), name + ".cu", target.arch);
+    CudaBinary binary = compile_cuda(generate_cuda(funcs), name + ".cu", target.arch);
+    program.code = std::move(binary.ptx);
+    program.binary = std::move(binary.cubin);
+    program.resources = format_cuda_resources(binary.kernels, target.arch);
+    return program;
   }
-  return generate_opencl(funcs);
+  program.code = generate_opencl(funcs);
+  return program;
 }
 
 std::string generate_gpu_host(const std::vector<ir::DeviceFunc>& funcs, const Target& target,
-                              const std::string& program) {
+                              const DeviceProgram& program) {
   int type = device_type(target);
   c::ModuleContext module;
   std::vector<std::string> names;
@@ -97,16 +103,28 @@ std::string generate_gpu_host(const std::vector<ir::DeviceFunc>& funcs, const Ta
   std::string globals = c::c_module_version();
   globals += "/* The device program (" + target.str() + "), loaded by the runtime. */\n";
   globals += "ANVIL_EXPORT const int32_t anvil_device_type = " + std::to_string(type) + ";\n";
+  globals += "ANVIL_EXPORT const uint64_t anvil_device_code_size = " +
+             std::to_string(program.code.size()) + "u;\n";
   globals +=
-      "ANVIL_EXPORT const uint64_t anvil_device_code_size = " + std::to_string(program.size()) +
-      "u;\n";
-  globals += "ANVIL_EXPORT const char anvil_device_code[] =\n" + c::c_string(program) + ";\n\n";
-  return c::assemble_module(module, c::c_preamble(names), globals);
+      "ANVIL_EXPORT const char anvil_device_code[] =\n" + c::c_string(program.code) + ";\n\n";
+  if (!program.binary.empty()) {
+    // The machine code for the target's own GPU, tried first: no compilation when it loads.
+    globals += "/* The device program's machine code for " + target.arch + ". */\n";
+    globals += "ANVIL_EXPORT const uint64_t anvil_device_binary_size = " +
+               std::to_string(program.binary.size()) + "u;\n";
+    globals +=
+        "ANVIL_EXPORT const char anvil_device_binary[] =\n" + c::c_string(program.binary) + ";\n\n";
+  }
+  // The host code calls the runtime only: no math, so only the compiler's own freestanding
+  // headers (stddef.h, stdint.h) are needed.
+  return c::assemble_module(module, c::c_preamble(names, /*with_math=*/false), globals);
 }
 
 void save_gpu_library(const std::vector<ir::DeviceFunc>& funcs, const Target& target,
-                      const std::string& library_path) {
-  compile_c_library(generate_gpu_host(funcs, target, device_program(funcs, target)), library_path);
+                      const std::string& library_path, std::string* resources) {
+  DeviceProgram program = device_program(funcs, target);
+  compile_c_library(generate_gpu_host(funcs, target, program), library_path);
+  if (resources) *resources = program.resources;
 }
 
 runtime::Module build_gpu(const std::vector<ir::DeviceFunc>& funcs, const Target& target,

@@ -21,20 +21,29 @@ namespace anvil::codegen {
 std::string generate_cuda(const std::vector<ir::DeviceFunc>& funcs);
 std::string generate_opencl(const std::vector<ir::DeviceFunc>& funcs);
 
-// What the host library embeds for `target`: PTX for cuda (NVRTC, for target.arch), the OpenCL C
-// source for opencl.
-std::string device_program(const std::vector<ir::DeviceFunc>& funcs, const Target& target);
+// What the host library embeds for `target`: for cuda, the PTX and the machine code for
+// target.arch (NVRTC; the runtime loads the machine code where the GPU is of that architecture,
+// else the PTX) and ptxas's report of each kernel's registers, spills and shared memory
+// (format_cuda_resources); for opencl, the OpenCL C source.
+struct DeviceProgram {
+  std::string code;       // PTX or OpenCL C
+  std::string binary;     // cubin for target.arch; empty for opencl
+  std::string resources;  // empty for opencl
+};
+DeviceProgram device_program(const std::vector<ir::DeviceFunc>& funcs, const Target& target);
 
-// The host library's C source, embedding `program`.
+// The host library's C source, embedding `program` (anvil_device_code and, when there is one,
+// anvil_device_binary).
 std::string generate_gpu_host(const std::vector<ir::DeviceFunc>& funcs, const Target& target,
-                              const std::string& program);
+                              const DeviceProgram& program);
 
 // Generates, compiles (NVRTC for CUDA, the system C compiler for the host) and loads the library
 // at `library_path`; loading builds the device program on the device, so it needs one (the
 // runtime's error says which is missing). save_gpu_library stops before loading.
 runtime::Module build_gpu(const std::vector<ir::DeviceFunc>& funcs, const Target& target,
                           const std::string& library_path);
+// save_gpu_library sets *resources (if given) to DeviceProgram::resources.
 void save_gpu_library(const std::vector<ir::DeviceFunc>& funcs, const Target& target,
-                      const std::string& library_path);
+                      const std::string& library_path, std::string* resources = nullptr);
 
 }  // namespace anvil::codegen

@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 
+#include "anvil/codegen/c/codegen_c.h"
 #include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/codegen/llvm/ir_gen.h"
 #include "anvil/runtime/host_cpu.h"
@@ -340,9 +341,8 @@ void LLVMModuleImpl::save_shared_library(const std::string& path) const {
   } remove_object{object_path};
   save_object(object_path);
 
-  const char* cc = std::getenv("CC");
-  std::string command = std::string(cc && *cc ? cc : "cc") + " -shared -o " + shell_quote(path) +
-                        " " + shell_quote(object_path) + " -lm 2>&1";
+  std::string command = c_compiler() + " -shared -o " + shell_quote(path) + " " +
+                        shell_quote(object_path) + " -lm 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ANVIL_CHECK(pipe, "save_shared_library: cannot run '", command, "'");
   std::string output;
