@@ -626,8 +626,9 @@ void bench_model(const BenchModel& m, const BenchOptions& o, const Target& targe
       report->rows.push_back(row);
     }
     std::printf(
-        "  GPU, Anvil against itself: graph replay %.3f ms%s (%lld graph launches, %lld "
-        "recordings, %lld runs kernel by kernel in this process)\n",
+        "  GPU, Anvil against itself: on device arrays %.3f ms%s (this process: %lld graph "
+        "launches, "
+        "%lld graphs recorded, %lld runs kernel by kernel)\n",
         latency_stats(d.graph_ms).median_ms, line.c_str(),
         static_cast<long long>(counts.graph_launches), static_cast<long long>(counts.captures),
         static_cast<long long>(counts.eager_runs));
