@@ -169,7 +169,10 @@ struct Replay {
 struct StreamPools {
   std::mutex mutex;
   std::map<Stream, std::unique_ptr<WorkspacePool>> by_stream;
-  std::map<Stream, std::unique_ptr<Replay>> replays;
+  // Keyed by stream and by whether the inputs and outputs are the caller's device arrays (else
+  // the replay's own buffers, copied to and from the host): runs of either kind do not record
+  // over each other's graph.
+  std::map<std::pair<Stream, bool>, std::unique_ptr<Replay>> replays;
 
   WorkspacePool& get(Device& device, Stream stream) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -178,9 +181,9 @@ struct StreamPools {
     return *pool;
   }
 
-  Replay& replay(const GraphProgram& p, Stream stream) {
+  Replay& replay(const GraphProgram& p, Stream stream, bool device_arrays) {
     std::lock_guard<std::mutex> lock(mutex);
-    std::unique_ptr<Replay>& r = replays[stream];
+    std::unique_ptr<Replay>& r = replays[{stream, device_arrays}];
     if (!r) {
       auto made = std::make_unique<Replay>();
       made->device = p.device;
@@ -190,10 +193,11 @@ struct StreamPools {
       made->pool = std::make_unique<WorkspacePool>(*p.device);
       if (p.arena_bytes > 0)
         made->arena = PooledBuffer(*made->pool, static_cast<size_t>(p.arena_bytes));
-      for (int32_t in : p.inputs)
-        made->input_buffers.emplace_back(
-            *made->pool, static_cast<size_t>(std::max<int64_t>(
-                             tensor_bytes(p.slots[in].shape, p.slots[in].dtype), 1)));
+      if (!device_arrays)  // the caller's arrays are read where they are
+        for (int32_t in : p.inputs)
+          made->input_buffers.emplace_back(
+              *made->pool, static_cast<size_t>(std::max<int64_t>(
+                               tensor_bytes(p.slots[in].shape, p.slots[in].dtype), 1)));
       made->wanted.resize(p.inputs.size() + p.outputs.size());
       r = std::move(made);
     }
@@ -341,7 +345,7 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
                                        std::vector<double>* call_seconds, Stream stream) {
   Device& device = *p.device;
   if (!call_seconds && replays(p)) {
-    Replay& r = p.pools->replay(p, stream);
+    Replay& r = p.pools->replay(p, stream, /*device_arrays=*/false);
     std::lock_guard<std::mutex> lock(r.mutex);
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const NDArray& in = inputs[p.slots[p.inputs[i]].offset];
@@ -401,7 +405,7 @@ void execute_on_device_arrays(const GraphProgram& p, const std::vector<const DLT
   if (!p.device) throw std::runtime_error("execute_on_device_arrays: the program runs on the CPU");
   Device& device = *p.device;
   if (replays(p)) {
-    Replay& r = p.pools->replay(p, stream);
+    Replay& r = p.pools->replay(p, stream, /*device_arrays=*/true);
     std::lock_guard<std::mutex> lock(r.mutex);
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const DLTensor& in = *inputs[p.slots[p.inputs[i]].offset];

@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # The GPU run (README.md here), on the machine with the GPU: unpacks the bundle prepare.sh made,
-# then per workload runs `anvil bench --profile` (Anvil's CUDA build against PyTorch eager and
-# PyTorch replaying a CUDA graph, same weights and inputs, outputs compared before timing) and
-# merges the per-workload summaries into $OUT/summary.json. $OUT gets five files: summary.json,
-# summary.txt, machine.txt, run.log and workloads.tar.gz.
+# runs a smoke stage, then per workload runs `anvil bench --profile` (Anvil's CUDA build against
+# PyTorch eager and PyTorch replaying a CUDA graph, same weights and inputs, outputs compared
+# before timing) and merges the summaries into $OUT/summary.json after each workload, so that a
+# run cut short still returns what it measured. $OUT gets six files: summary.json, summary.txt,
+# machine.txt, smoke.txt, run.log and workloads.tar.gz.
+#
+# The smoke stage (SMOKE_S, 60 s): `anvil env` (NVRTC, driver, C compiler, device), DQN compiled
+# for the target and for this CPU, run on one input with blocking launches kernel by kernel
+# (CUDA_LAUNCH_BLOCKING=1, ANVIL_DEVICE_GRAPHS=0: a fault names its kernel), and run again
+# recording and replaying its graph; both compared with the CPU build. A failed smoke stage stops
+# the run: nothing after it would work.
 #
 # Settings (environment): OUT (default ./gpu-out), BUNDLE (build/gpu-bundle.tar.xz), TARGET
-# ("cuda -arch=sm_90"), MODELS (the five workloads), BASELINES (empty: anvil's default for the
-# target, torch_eager_cuda and torch_cuda_graph on a GPU), RUNS (50), PER_MODEL_S (a workload's
-# time limit, 100), PYTHON (the python3 with torch, default the first on PATH).
+# ("cuda -arch=sm_90"), MODELS (the five workloads, smallest first), BASELINES (empty: anvil's
+# default for the target, torch_eager_cuda and torch_cuda_graph on a GPU), RUNS (50), PER_MODEL_S
+# (a workload's time limit, 90), SMOKE_S (60), PYTHON (the python3 with torch and numpy, default
+# the first on PATH).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${OUT:-$PWD/gpu-out}
 bundle=${BUNDLE:-$root/build/gpu-bundle.tar.xz}
 target=${TARGET:-cuda -arch=sm_90}
-models=${MODELS:-resnet18 mobilenet_v1 lstm_lm dqn dcgan}
+models=${MODELS:-dqn dcgan mobilenet_v1 lstm_lm resnet18}
 baselines=${BASELINES:-}
 runs=${RUNS:-50}
-per_model_s=${PER_MODEL_S:-100}
+per_model_s=${PER_MODEL_S:-90}
+smoke_s=${SMOKE_S:-60}
 python=${PYTHON:-$(command -v python3 || true)}
 mkdir -p "$out"
+rm -f "$out"/summary.json "$out"/summary.txt "$out"/smoke.txt "$out"/run.log
 
 log() { echo "[$(date -u +%T)] $*" | tee -a "$out/run.log"; }
 fail() {
@@ -38,11 +48,53 @@ export ANVIL_BENCH_PYTHON=$python
 {
   nvidia-smi || true
   "$python" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda,
-                "available", torch.cuda.is_available())' || true
-  "$anvil" --help | head -1
+                "cuDNN", torch.backends.cudnn.version(), "available", torch.cuda.is_available())' ||
+    true
+  echo "C compilers: $(command -v cc gcc clang | tr '\n' ' ')"
+  "$anvil" --version
+  "$anvil" env
 } > "$out/machine.txt" 2>&1
 log "bundle unpacked; target '$target'; models: $models"
 
+# ---- the smoke stage
+smoke() {
+  local d=$work/smoke
+  mkdir -p "$d/cpu" "$d/blocking" "$d/replay"
+  "$anvil" env || return 1
+  "$anvil" compile zoo:dqn --target "$target" -v -o "$d/dqn_gpu.so" || return 1
+  "$anvil" compile zoo:dqn -o "$d/dqn_cpu.so" || return 1
+  "$python" -c "import numpy as np
+np.save('$d/state.npy', np.random.RandomState(1).rand(1, 4, 84, 84).astype(np.float32))" ||
+    return 1
+  "$anvil" run "$d/dqn_cpu.so" --input "state=$d/state.npy" --output-dir "$d/cpu" || return 1
+  CUDA_LAUNCH_BLOCKING=1 ANVIL_DEVICE_GRAPHS=0 "$anvil" run "$d/dqn_gpu.so" \
+    --input "state=$d/state.npy" --output-dir "$d/blocking" || return 1
+  # Five runs: the outputs written are the last one's, a replay of the graph recorded by the second.
+  "$anvil" run "$d/dqn_gpu.so" --input "state=$d/state.npy" --output-dir "$d/replay" \
+    --repeat 5 || return 1
+  "$python" - "$d" <<'EOF' || return 1
+import sys
+import numpy as np
+d = sys.argv[1]
+want = np.load(d + "/cpu/q_values.npy")
+for kind in ("blocking", "replay"):
+    got = np.load(d + "/" + kind + "/q_values.npy")
+    err = float(np.abs(got - want).max())
+    scale = float(np.abs(want).max())
+    print("dqn %s: max |GPU - CPU| = %.3g, max |CPU| = %.3g" % (kind, err, scale))
+    if not err <= 1e-4 * max(scale, 1e-30):
+        sys.exit("dqn %s: the GPU's outputs differ from the CPU's" % kind)
+EOF
+}
+export -f smoke
+export work anvil target python
+if timeout -k 5 "$smoke_s" bash -c smoke > "$out/smoke.txt" 2>&1; then
+  log "smoke: done ($(grep -c 'max |GPU' "$out/smoke.txt") comparisons passed)"
+else
+  fail "smoke stage failed or ran out of its ${smoke_s} s: $(tail -n 2 "$out/smoke.txt" | tr '\n' ' ')"
+fi
+
+# ---- the workloads, smallest first
 # Per workload NAME.txt (anvil's output) and NAME.json go into workloads.tar.gz: the device run
 # brings back only a few files from $OUT.
 each=$work/workloads
@@ -64,8 +116,12 @@ for m in $models; do
   esac
   [ "$code" = 0 ] || failed=$((failed + 1))
   [ -f "$each/$name.json" ] && jsons+=("$each/$name.json")
+  # What is measured so far, in $OUT at once.
+  tar -C "$each" -czf "$out/workloads.tar.gz" .
+  if [ ${#jsons[@]} -gt 0 ]; then
+    "$python" "$here/merge_summary.py" "$out/summary.json" "${jsons[@]}" > "$out/summary.txt"
+  fi
 done
-tar -C "$each" -czf "$out/workloads.tar.gz" .
 [ ${#jsons[@]} -gt 0 ] || fail "no workload finished (each one's output: workloads.tar.gz)"
-"$python" "$here/merge_summary.py" "$out/summary.json" "${jsons[@]}" | tee "$out/summary.txt"
+cat "$out/summary.txt"
 [ "$failed" = 0 ] || fail "$failed workload(s) failed (each one's output: workloads.tar.gz)"

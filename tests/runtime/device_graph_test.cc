@@ -325,6 +325,28 @@ TEST(DeviceGraph, DeviceArraysReplayWithoutAllocatingAndRecordAgainWhenTheyChang
   EXPECT_EQ(prog.device.direct_launches, 3);
 }
 
+// Runs through the host and runs on device arrays keep a recording each: alternating between them
+// records each once.
+TEST(DeviceGraph, HostAndDeviceArrayRunsKeepTheirOwnRecordings) {
+  Program prog(/*graphs=*/true);
+  NDArray host_x = NDArray::empty({4}, DLDataType{kDLFloat, 32, 1});
+  std::memcpy(host_x.data(), kX.data(), 16);
+  NDArray host_y = NDArray::empty({4}, DLDataType{kDLFloat, 32, 1});
+  DeviceArrays x(prog.device, {&host_x}), y(prog.device, {&host_y});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(prog.run(kX), kY);
+    execute_on_device_arrays(prog.p, x.args(), y.args());
+    y.read(0, host_y);
+    EXPECT_EQ(std::vector<float>(static_cast<const float*>(host_y.data()),
+                                 static_cast<const float*>(host_y.data()) + 4),
+              kY);
+  }
+  DeviceRunCounts c = device_run_counts(prog.p);
+  EXPECT_EQ(c.eager_runs, 2);
+  EXPECT_EQ(c.captures, 2);
+  EXPECT_EQ(c.graph_launches, 6);
+}
+
 TEST(DeviceGraph, WithoutGraphsEveryRunLaunchesItsKernels) {
   for (bool device_has_graphs : {false, true}) {
     Program prog(device_has_graphs);

@@ -18,13 +18,16 @@ class DeviceRuns {
   // std::runtime_error when the model runs on the CPU or the device refuses.
   DeviceRuns(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs);
 
-  // One run on the device arrays, outputs read back: "" when they equal `want` (a run through
-  // Model::run) within 1e-5 of the largest magnitude, else what differs.
+  // Runs on the device arrays, outputs read back after each: "" when they equal `want` (a run
+  // through Model::run) within 1e-5 of the largest magnitude, else which run and what differs.
+  // Three runs: kernel by kernel, recording and replay where the device has graphs.
   std::string check(const std::vector<runtime::NDArray>& want) const;
   // Times `n` runs, each until its outputs are written, appending milliseconds to `ms`.
   void time(int n, std::vector<double>* ms) const;
 
  private:
+  std::string check_once(const std::vector<runtime::NDArray>& want) const;
+
   const runtime::Model* model_;
   runtime::Device* device_;
   std::unique_ptr<runtime::DeviceArrays> inputs_, outputs_;

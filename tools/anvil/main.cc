@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("DIR");
   r->add_option("--repeat", run.repeat,
-                "Time N runs after one warm-up; print the median (with --profile: per kernel)")
+                "Time N runs after one warm-up; print the median (with --profile: per kernel); "
+                "the outputs written are the last run's")
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
   r->add_option("--threads", run.threads, "Threads the kernels use")
