@@ -731,15 +731,18 @@ bool takes_winograd_gpu(const Graph& g, const Node& n) {
 // over conv2d_winograd_nchwc_pack_weight (in_block = out_block = 1) of the constant weight,
 // which fold_constants transforms once; the bias stays the op's third input. lstm and gru nodes
 // take their GPU form (gpu_form = 1: plain products over the unpacked weights, an lstm step's
-// states in one stage).
+// states in one stage), conv2d_transpose its sub-pixel form (subpixel = 1: the taps of each
+// output's phase only, where the stride allows).
 Graph alter_for_gpu(const Graph& g) {
   GraphRewriter rw(g);
   Graph& out = rw.out();
   for (NodeId id = 0; id < static_cast<NodeId>(g.num_nodes()); ++id) {
     const Node& n = g.node(id);
-    if ((n.op == "lstm" || n.op == "gru") && n.attrs.get_int("packed_weights", 0) == 0) {
+    const bool recurrent =
+        (n.op == "lstm" || n.op == "gru") && n.attrs.get_int("packed_weights", 0) == 0;
+    if (recurrent || n.op == "conv2d_transpose") {
       ops::Attrs attrs = n.attrs;
-      attrs.set("gpu_form", int64_t{1});
+      attrs.set(recurrent ? "gpu_form" : "subpixel", int64_t{1});
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(rw.map(v));
       std::vector<std::string> names;

@@ -14,7 +14,9 @@
 //          and the columns vectorize as plain loads rather than strided gathers.
 //   conv_transpose: the same stride-1 convolution over D, x dilated by the stride (zeros between
 //          elements) and padded by d*(K-1) - pad_lo, with the kernel flipped and its channel
-//          dimensions swapped: w[C, O/group, k..] -> w'[o, ic, K-1-k ..]. No scatter.
+//          dimensions swapped: w[C, O/group, k..] -> w'[o, ic, K-1-k ..]. No scatter. With
+//          attribute subpixel (GPU targets) it is computed by output phase instead
+//          (subpixel_compute): ceil(K/s)^2 taps per output rather than K^2.
 //
 // Default x86 schedule (the rule; every knob can be overridden by a Config, see conv_space):
 //   the output is tiled into tile_oc output channels x tile_ow output columns; the tile is
@@ -164,6 +166,81 @@ Expr clamp_index(Expr i, int64_t n) {
   return max(min(i, static_cast<int>(n - 1)), 0);
 }
 
+// Whether conv2d_transpose takes its sub-pixel form: asked for (attribute subpixel, which
+// alter_layout sets for GPU targets), one group, no dilation, some stride above 1.
+bool subpixel_form(const ConvParams& p, const Attrs& attrs) {
+  if (!p.transpose || attrs.get_int("subpixel", 0) == 0 || p.group != 1) return false;
+  bool strided = false;
+  for (size_t d = 0; d < p.dims; ++d) {
+    if (p.dilations[d] != 1) return false;
+    strided = strided || p.strides[d] > 1;
+  }
+  return strided;
+}
+
+// conv2d_transpose by output phase (sub-pixel): along each spatial dimension, output position y
+// with u = y + pad_lo receives taps k = (u mod s) + s*j (j < T = ceil(K/s), k < K) from input rows
+// floor(u/s) - j. The reduction is over (ic, jy, jx): each output reads T x T taps of its phase,
+// not the K x K of the zero-dilated form, most of whose products are with inserted zeros.
+te::Tensor subpixel_compute(const std::string& op, const ConvParams& p, const te::Tensor& x,
+                            const te::Tensor& w) {
+  size_t D = p.dims;
+  // The source: x with T - 1 zero rows (columns) before it and enough after it for the last
+  // output, so that every tap reads inside it with no bound in the reduction (a GPU schedule's
+  // shared copy of it then has a static size).
+  std::vector<int64_t> taps(D), base_hi(D);
+  std::vector<Expr> src_shape = {static_cast<int>(p.N), static_cast<int>(p.C)};
+  for (size_t d = 0; d < D; ++d) {
+    taps[d] = (p.kernel[d] + p.strides[d] - 1) / p.strides[d];
+    base_hi[d] = (p.out[d] - 1 + p.pad_lo[d]) / p.strides[d];  // the last output's input row
+    src_shape.push_back(static_cast<int>(base_hi[d] + taps[d]));
+  }
+  te::Tensor src = te::compute(
+      src_shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx = {i[0], i[1]};
+        Expr cond;
+        for (size_t d = 0; d < D; ++d) {
+          Expr r = i[2 + d] - static_cast<int>(taps[d] - 1);
+          Expr c = r >= 0 && r < static_cast<int>(p.in[d]);
+          cond = cond.defined() ? (cond && c) : c;
+          idx.push_back(clamp_index(r, p.in[d]));
+        }
+        return select(cond, x(idx), 0.0f);
+      },
+      op + ".phased");
+  IterVar ic = te::reduce_axis(static_cast<int>(p.C), "ic");
+  std::vector<IterVar> js;
+  static const char* jnames[] = {"jy", "jx"};
+  for (size_t d = 0; d < D; ++d)
+    js.push_back(te::reduce_axis(static_cast<int>(taps[d]), D == 1 ? "jx" : jnames[d]));
+  std::vector<IterVar> raxes = {ic};
+  raxes.insert(raxes.end(), js.begin(), js.end());
+  return te::compute(
+      to_exprs(out_shape(p)),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> sidx = {i[0], ic->var}, widx = {ic->var, i[1]};
+        Expr valid;
+        for (size_t d = 0; d < D; ++d) {
+          const int s = static_cast<int>(p.strides[d]);
+          Expr u = i[2 + d] + static_cast<int>(p.pad_lo[d]);
+          Expr k = floormod(u, s) + js[d]->var * s;
+          sidx.push_back(floordiv(u, s) + static_cast<int>(taps[d] - 1) - js[d]->var);
+          if (p.kernel[d] % p.strides[d] == 0) {
+            widx.push_back(k);
+            continue;
+          }
+          // A phase with fewer than T taps: the missing ones are zero.
+          Expr c = k < static_cast<int>(p.kernel[d]);
+          valid = valid.defined() ? (valid && c) : c;
+          widx.push_back(clamp_index(k, p.kernel[d]));
+        }
+        Expr product = src(sidx) * w(widx);
+        return te::sum(valid.defined() ? select(valid, product, 0.0f) : product, raxes);
+      },
+      p.bias ? op + ".acc" : op);
+}
+
 std::vector<te::Tensor> conv_compute(const std::string& op, const std::vector<te::Tensor>& in,
                                      const Attrs& attrs) {
   std::vector<TensorType> types;
@@ -172,6 +249,17 @@ std::vector<te::Tensor> conv_compute(const std::string& op, const std::vector<te
   te::Tensor x = in[0], w = in[1];
   size_t D = p.dims;
   int64_t Cg = p.C / p.group, Og = p.O / p.group;
+  if (subpixel_form(p, attrs)) {
+    te::Tensor conv = subpixel_compute(op, p, x, w);
+    if (!p.bias) return {conv};
+    te::Tensor b = in[2];
+    return {te::compute(
+        to_exprs(out_shape(p)),
+        [&](const std::vector<Var>& i) {
+          return conv(std::vector<Expr>(i.begin(), i.end())) + b(i[1]);
+        },
+        op)};
+  }
 
   // The source the stride-s convolution reads: x itself, x padded, or (transpose) x dilated and
   // padded.
@@ -546,6 +634,13 @@ void register_conv(const std::string& name) {
   def.pattern = Pattern::kComplexOutFusable;
   bool transpose = name == "conv2d_transpose";
   def.attrs = window_attrs(name == "conv1d" ? 1 : 2, conv_window(transpose));
+  if (transpose)
+    def.attrs.push_back({"subpixel",
+                         AttrType::kInt,
+                         int64_t{0},
+                         {one_of({0, 1})},
+                         "1: compute by output phase, T x T taps per output (GPU targets; group 1, "
+                         "no dilation)"});
   def.flops = conv_flops(transpose);
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return infer_types(in, attrs, name);

@@ -258,6 +258,13 @@ class LoopBuilder {
         if (region) {
           Expr min = arith::simplify((*region)[d].min);
           Expr extent = arith::simplify((*region)[d].max - (*region)[d].min + 1);
+          // A shared or local copy needs a static size: where the region's extent varies with
+          // the enclosing loops (a strided or phased read whose start is not aligned alike in
+          // every block), it takes the largest; the points past a region are guarded off.
+          if (st.scope != MemoryScope::kGlobal && !as_const_int(extent)) {
+            arith::IntBounds b = arith::bounds_of(extent, enclosing_bounds(i));
+            if (b.has_upper() && b.max >= 1) extent = make_const(extent.type(), b.max);
+          }
           ranges[st.axis[d].get()] = Range::make(min, extent);
         } else {
           ranges[st.axis[d].get()] = st.axis[d]->dom;
@@ -396,6 +403,18 @@ class LoopBuilder {
         if (!arith::can_prove(v < end, known)) info.data_guards.push_back(v < end);
       }
     }
+  }
+
+  // The ranges of the constant-extent loops around stage i's attachment: its consumer's, that
+  // one's consumer's, and so on to the root.
+  arith::VarBounds enclosing_bounds(int i) const {
+    arith::VarBounds b;
+    for (int j = stages_[static_cast<size_t>(i)].attach_stage; j >= 0;
+         j = stages_[static_cast<size_t>(j)].attach == AttachKind::kScope
+                 ? stages_[static_cast<size_t>(j)].attach_stage
+                 : -1)
+      for (const auto& [var, bounds] : loop_bounds(j)) b[var] = bounds;
+    return b;
   }
 
   // The ranges of stage i's leaf loop variables whose extents are constant.

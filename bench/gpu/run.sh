@@ -4,7 +4,7 @@
 # PyTorch eager and PyTorch replaying a CUDA graph, same weights and inputs, outputs compared
 # before timing) and merges the summaries into $OUT/summary.json after each workload, so that a
 # run cut short still returns what it measured. $OUT gets six files: summary.json, summary.txt,
-# machine.txt, smoke.txt, run.log and workloads.tar.gz.
+# machine.txt, smoke.txt, run.log and workloads.tar.gz (and records.tar.gz when tuning).
 #
 # The smoke stage (SMOKE_S, 60 s): `anvil env` (NVRTC, driver, C compiler, device), DQN compiled
 # for the target and for this CPU, run on one input with blocking launches kernel by kernel
@@ -12,11 +12,16 @@
 # recording and replaying its graph; both compared with the CPU build. A failed smoke stage stops
 # the run: nothing after it would work.
 #
+# Tuning (TUNE_MIN > 0): before its bench, each workload is tuned on the device for TUNE_MIN
+# minutes (anvil tune --time-budget; the xgb tuner, 16 candidates compiled at once), and the bench
+# then times the tuned build against the baselines and against the untuned build. The records
+# come back as records.tar.gz.
+#
 # Settings (environment): OUT (default ./gpu-out), BUNDLE (build/gpu-bundle.tar.xz), TARGET
 # ("cuda -arch=sm_90"), MODELS (the five workloads, smallest first), BASELINES (empty: anvil's
 # default for the target, torch_eager_cuda and torch_cuda_graph on a GPU), RUNS (50), PER_MODEL_S
-# (a workload's time limit, 90), SMOKE_S (60), PYTHON (the python3 with torch and numpy, default
-# the first on PATH).
+# (a workload's time limit, 90, tuning not included), SMOKE_S (60), TUNE_MIN (0: no tuning),
+# PYTHON (the python3 with torch and numpy, default the first on PATH).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,9 +33,10 @@ baselines=${BASELINES:-}
 runs=${RUNS:-50}
 per_model_s=${PER_MODEL_S:-90}
 smoke_s=${SMOKE_S:-60}
+tune_min=${TUNE_MIN:-0}
 python=${PYTHON:-$(command -v python3 || true)}
 mkdir -p "$out"
-rm -f "$out"/summary.json "$out"/summary.txt "$out"/smoke.txt "$out"/run.log
+rm -f "$out"/summary.json "$out"/summary.txt "$out"/smoke.txt "$out"/run.log "$out"/records.tar.gz
 
 log() { echo "[$(date -u +%T)] $*" | tee -a "$out/run.log"; }
 fail() {
@@ -98,15 +104,26 @@ fi
 # Per workload NAME.txt (anvil's output) and NAME.json go into workloads.tar.gz: the device run
 # brings back only a few files from $OUT.
 each=$work/workloads
-mkdir -p "$each"
+records=$work/records
+mkdir -p "$each" "$records"
 jsons=()
 failed=0
 for m in $models; do
   name=$(basename "$m" .onnx)
+  model_arg=$m
+  [ -f "$m" ] || model_arg=zoo:$name
+  if [ "$tune_min" != 0 ]; then
+    limit=$(awk -v m="$tune_min" 'BEGIN { printf "%d", m * 60 + 90 }')
+    timeout -k 5 "$limit" "$anvil" tune "$model_arg" --target "$target" --time-budget "$tune_min" \
+      --trials 400 --batch 16 --tuning-records "$records/$name.json" > "$each/$name.tune.txt" 2>&1
+    log "$name: tuned ($(tail -n 1 "$each/$name.tune.txt"))"
+    tar -C "$records" -czf "$out/records.tar.gz" .
+  fi
   # In one process (--processes 0): the per-model time limit was sized for one load per side.
   args=(bench "$m" --target "$target" --runs "$runs" --block 10 --warmup 10 --pause-ms 0
     --processes 0 --strict --profile --summary-json "$each/$name.json")
   [ -n "$baselines" ] && args+=(--baselines "$baselines")
+  [ -s "$records/$name.json" ] && args+=(--tuning-records "$records/$name.json")
   timeout -k 5 "$per_model_s" "$anvil" "${args[@]}" > "$each/$name.txt" 2>&1
   code=$?
   case $code in

@@ -33,9 +33,11 @@ struct Conv {
   bool bias = false;
   std::vector<int64_t> strides = {}, pads = {}, dilations = {}, output_padding = {};
   int64_t group = 1;
+  int64_t subpixel = 0;
 
   Attrs attrs() const {
     std::map<std::string, AttrValue> v;
+    if (subpixel) v["subpixel"] = subpixel;
     if (!strides.empty()) v["strides"] = strides;
     if (!pads.empty()) v["pads"] = pads;
     if (!dilations.empty()) v["dilations"] = dilations;
@@ -63,7 +65,7 @@ struct Conv {
     l("pads", pads);
     l("dilations", dilations);
     l("output_padding", output_padding);
-    os << " group=" << group << " bias=" << bias;
+    os << " group=" << group << " bias=" << bias << " subpixel=" << subpixel;
     return os.str();
   }
 };
@@ -281,6 +283,41 @@ TEST(Conv2dTranspose, Stride2OutputPadding) {
          .bias = true,
          .strides = {2, 2},
          .pads = {1, 1, 1, 1}});
+}
+
+// The sub-pixel form (GPU targets): each output reads only its phase's taps. Kernels that are and
+// are not multiples of the stride, padding, output padding, a unit stride along one axis, bias;
+// with groups or dilation the op keeps the zero-dilated form. Every call also runs the GPU
+// schedule.
+TEST(Conv2dTranspose, SubpixelForm) {
+  CheckOptions o = opts();
+  o.gpu_always = true;
+  for (Conv c : std::vector<Conv>{
+           {.x = {1, 8, 4, 4},
+    .w = {8, 4, 4, 4},
+    .bias = true,
+    .strides = {2, 2},
+    .pads = {1, 1, 1, 1}},
+           {.x = {1, 4, 5, 6}, .w = {4, 3, 3, 3}, .strides = {2, 2}},
+           {.x = {2, 4, 5, 6},
+           .w = {4, 3, 3, 3},
+           .bias = true,
+           .strides = {2, 2},
+           .pads = {1, 1, 1, 1},
+           .output_padding = {1, 1}},
+           {.x = {1, 3, 4, 7}, .w = {3, 5, 5, 2}, .strides = {3, 1}, .pads = {2, 0, 1, 1}},
+           {.x = {1, 2, 7, 7}, .w = {2, 2, 2, 2}, .strides = {2, 2}, .pads = {3, 3, 2, 2}},
+           {.x = {1, 6, 4, 5},
+           .w = {6, 2, 3, 3},
+           .strides = {2, 1},
+           .pads = {0, 1, 2, 0},
+           .group = 3},
+           {.x = {1, 2, 5, 5}, .w = {2, 3, 3, 2}, .strides = {2, 2}, .dilations = {2, 2}},
+       }) {
+    c.op = "conv2d_transpose";
+    c.subpixel = 1;
+    check(c, o);
+  }
 }
 
 TEST(Conv2dTranspose, GroupsDilationAsymmetric) {
