@@ -15,7 +15,8 @@
 # Tuning (TUNE_MIN > 0): before its bench, each workload is tuned on the device for TUNE_MIN
 # minutes (anvil tune --time-budget; the xgb tuner, 16 candidates compiled at once), and the bench
 # then times the tuned build against the baselines and against the untuned build. The records
-# come back as records.tar.gz.
+# (NAME.records.json) come back as records.tar.gz; RECORDS_IN names a directory of earlier ones to
+# resume from (a GPU's records apply whatever the host's CPU: --records-any-cpu).
 #
 # Settings (environment): OUT (default ./gpu-out), BUNDLE (build/gpu-bundle.tar.xz), TARGET
 # ("cuda -arch=sm_90"), MODELS (the five workloads, smallest first), BASELINES (empty: anvil's
@@ -35,6 +36,7 @@ runs=${RUNS:-50}
 per_model_s=${PER_MODEL_S:-90}
 smoke_s=${SMOKE_S:-60}
 tune_min=${TUNE_MIN:-0}
+records_in=${RECORDS_IN:-}
 python=${PYTHON:-$(command -v python3 || true)}
 mkdir -p "$out"
 rm -f "$out"/summary.json "$out"/summary.txt "$out"/smoke.txt "$out"/run.log "$out"/records.tar.gz
@@ -95,6 +97,9 @@ fi
 each=$work/workloads
 records=$work/records
 mkdir -p "$each" "$records"
+if [ -n "$records_in" ]; then
+  cp "$records_in"/*.records.json "$records/" 2>/dev/null || log "no records in $records_in"
+fi
 jsons=()
 failed=0
 for m in $models; do
@@ -104,7 +109,8 @@ for m in $models; do
   if [ "$tune_min" != 0 ]; then
     limit=$(awk -v m="$tune_min" 'BEGIN { printf "%d", m * 60 + 90 }')
     timeout -k 5 "$limit" "$anvil" tune "$model_arg" --target "$target" --time-budget "$tune_min" \
-      --trials 400 --batch 16 --tuning-records "$records/$name.json" > "$each/$name.tune.txt" 2>&1
+      --trials 400 --batch 16 --records-any-cpu --tuning-records "$records/$name.records.json" \
+      > "$each/$name.tune.txt" 2>&1
     log "$name: tuned ($(tail -n 1 "$each/$name.tune.txt"))"
     tar -C "$records" -czf "$out/records.tar.gz" .
   fi
@@ -112,7 +118,8 @@ for m in $models; do
   args=(bench "$m" --target "$target" --runs "$runs" --block 10 --warmup 10 --pause-ms 0
     --processes 0 --strict --profile --summary-json "$each/$name.json")
   [ -n "$baselines" ] && args+=(--baselines "$baselines")
-  [ -s "$records/$name.json" ] && args+=(--tuning-records "$records/$name.json")
+  [ -s "$records/$name.records.json" ] &&
+    args+=(--tuning-records "$records/$name.records.json" --records-any-cpu)
   timeout -k 5 "$per_model_s" "$anvil" "${args[@]}" > "$each/$name.txt" 2>&1
   code=$?
   case $code in
