@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -279,6 +280,25 @@ void attach_device(GraphProgram& p, const Module& module) {
 
 namespace {
 
+// A run launched kernel by kernel on `stream` with memory from that stream's pool: the arena (in
+// `arena`) and the parameters placed, then the inputs by `place_inputs`; returns with every
+// kernel queued and `run` holding the arrays.
+void launch_eagerly(const GraphProgram& p, Stream stream, RunState& run, PooledBuffer& arena,
+                    std::vector<double>* call_seconds,
+                    const std::function<void(WorkspacePool&)>& place_inputs) {
+  Device& device = *p.device;
+  WorkspacePool& pool = p.pools->get(device, stream);
+  // The kernels' context: their module's, on this stream, temporaries from this pool.
+  DeviceContext context = *static_cast<const DeviceContext*>(p.context);
+  context.stream = stream;
+  context.workspaces = &pool;
+  if (p.arena_bytes > 0) arena = PooledBuffer(pool, static_cast<size_t>(p.arena_bytes));
+  place_fixed(p, device, arena.data(), run);
+  place_inputs(pool);
+  launch_calls(p, device, context, pool, run, call_seconds);
+  check_outputs_ready(p, run);
+}
+
 bool replays(const GraphProgram& p) {
   if (!device_graphs_enabled() || !p.device->supports_graphs()) return false;
   return std::none_of(p.calls.begin(), p.calls.end(),
@@ -369,24 +389,17 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
     return results;
   }
 
-  WorkspacePool& pool = p.pools->get(device, stream);
-  // The kernels' context: their module's, on this stream, temporaries from this pool.
-  DeviceContext context = *static_cast<const DeviceContext*>(p.context);
-  context.stream = stream;
-  context.workspaces = &pool;
   RunState run(p.slots.size());
   PooledBuffer arena;
-  if (p.arena_bytes > 0) arena = PooledBuffer(pool, static_cast<size_t>(p.arena_bytes));
-  place_fixed(p, device, arena.data(), run);
-  for (int32_t s : p.inputs) {
-    const NDArray& in = inputs[p.slots[s].offset];
-    run.owned[s] = PooledBuffer(pool, in.nbytes());
-    if (in.nbytes() > 0)
-      device.copy_to_device(run.owned[s].data(), 0, in.data(), in.nbytes(), stream);
-    run.place(p, device, static_cast<size_t>(s), run.owned[s].data(), 0);
-  }
-  launch_calls(p, device, context, pool, run, call_seconds);
-  check_outputs_ready(p, run);
+  launch_eagerly(p, stream, run, arena, call_seconds, [&](WorkspacePool& pool) {
+    for (int32_t s : p.inputs) {
+      const NDArray& in = inputs[p.slots[s].offset];
+      run.owned[s] = PooledBuffer(pool, in.nbytes());
+      if (in.nbytes() > 0)
+        device.copy_to_device(run.owned[s].data(), 0, in.data(), in.nbytes(), stream);
+      run.place(p, device, static_cast<size_t>(s), run.owned[s].data(), 0);
+    }
+  });
   std::vector<NDArray> results;
   for (int32_t o : p.outputs) {
     const GraphProgram::Slot& slot = p.slots[o];
@@ -417,20 +430,14 @@ void execute_on_device_arrays(const GraphProgram& p, const std::vector<const DLT
     device.synchronize(r.stream);
     return;
   }
-  WorkspacePool& pool = p.pools->get(device, stream);
-  DeviceContext context = *static_cast<const DeviceContext*>(p.context);
-  context.stream = stream;
-  context.workspaces = &pool;
   RunState run(p.slots.size());
   PooledBuffer arena;
-  if (p.arena_bytes > 0) arena = PooledBuffer(pool, static_cast<size_t>(p.arena_bytes));
-  place_fixed(p, device, arena.data(), run);
-  for (int32_t s : p.inputs) {
-    const DLTensor& in = *inputs[p.slots[s].offset];
-    run.place(p, device, static_cast<size_t>(s), in.data, in.byte_offset);
-  }
-  launch_calls(p, device, context, pool, run, nullptr);
-  check_outputs_ready(p, run);
+  launch_eagerly(p, stream, run, arena, nullptr, [&](WorkspacePool&) {
+    for (int32_t s : p.inputs) {
+      const DLTensor& in = *inputs[p.slots[s].offset];
+      run.place(p, device, static_cast<size_t>(s), in.data, in.byte_offset);
+    }
+  });
   for (size_t i = 0; i < outputs.size(); ++i) copy_output(p, device, run, i, *outputs[i], stream);
   device.synchronize(stream);
 }

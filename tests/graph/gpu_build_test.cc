@@ -41,16 +41,30 @@ TEST(GpuBuild, DqnOnOpenCL) {
   check_opencl("dqn");
 }
 
-// A run on the caller's stream (an OpenCL command queue of its own) matches the interpreter, and
-// a second run on it reuses the first one's device memory; a CPU model refuses a stream.
-TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
+// DQN compiled for OpenCL and loaded from its artifact, with its example inputs and the
+// interpreter's outputs.
+struct DqnOnOpenCL {
   Graph g = models::build_model("dqn");
   std::vector<runtime::NDArray> inputs = models::example_inputs(g);
   std::vector<runtime::NDArray> want = interpret(g, inputs);
-  CompiledGraph cg = CompiledGraph::build(g, Target::parse("opencl"), BuildOptions());
-  TempDir dir("anvil_gpu_build", "the OpenCL artifact");
-  cg.save(dir.path() + "/dqn.so");
-  runtime::Model m = runtime::Model::load(dir.path() + "/dqn.so");
+  TempDir dir{"anvil_gpu_build", "the OpenCL artifact"};
+  runtime::Model model = load();
+
+  runtime::Model load() {
+    CompiledGraph::build(g, Target::parse("opencl"), BuildOptions()).save(dir.path() + "/dqn.so");
+    return runtime::Model::load(dir.path() + "/dqn.so");
+  }
+};
+
+// A run on the caller's stream (an OpenCL command queue of its own) matches the interpreter, and
+// a second run on it reuses the first one's device memory; a CPU model refuses a stream.
+TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
+  DqnOnOpenCL dqn;
+  const Graph& g = dqn.g;
+  const std::vector<runtime::NDArray>& inputs = dqn.inputs;
+  const std::vector<runtime::NDArray>& want = dqn.want;
+  const runtime::Model& m = dqn.model;
+  const TempDir& dir = dqn.dir;
   runtime::Device& device = runtime::Device::get(kDLOpenCL);
   runtime::Stream stream = device.create_stream();
   EXPECT_EQ(m.device_bytes_held(), 0u);
@@ -85,13 +99,11 @@ TEST(GpuBuild, RunsOnACallersStreamReusingDeviceMemory) {
 // write the outputs in place, as a run through the host computes them; arrays that do not match
 // are refused, naming which.
 TEST(GpuBuild, RunsOnDeviceArrays) {
-  Graph g = models::build_model("dqn");
-  std::vector<runtime::NDArray> inputs = models::example_inputs(g);
-  std::vector<runtime::NDArray> want = interpret(g, inputs);
-  CompiledGraph cg = CompiledGraph::build(g, Target::parse("opencl"), BuildOptions());
-  TempDir dir("anvil_gpu_build", "the OpenCL artifact");
-  cg.save(dir.path() + "/dqn.so");
-  runtime::Model m = runtime::Model::load(dir.path() + "/dqn.so");
+  DqnOnOpenCL dqn;
+  const Graph& g = dqn.g;
+  std::vector<runtime::NDArray> inputs = dqn.inputs;
+  const std::vector<runtime::NDArray>& want = dqn.want;
+  const runtime::Model& m = dqn.model;
   EXPECT_EQ(m.device().device_type, kDLOpenCL);
   runtime::Device& device = runtime::Device::get(kDLOpenCL);
   runtime::NDArray out = runtime::NDArray::empty(want[0].shape(), want[0].dtype());

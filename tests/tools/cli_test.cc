@@ -735,5 +735,23 @@ TEST_F(Cli, EnvDescribesTheMachine) {
   expect_error("env --target 'tpu'", 1, {"unknown kind 'tpu'"});
 }
 
+// What GPU builds would use here: the C compiler, NVRTC (the CI image has the CUDA toolkit), the
+// devices (PoCL's OpenCL device; no NVIDIA driver); --device picks another, which this machine
+// lacks, and a negative one is a usage error.
+TEST_F(Cli, EnvNamesTheGpuToolsAndDevices) {
+  Result r = anvil("env");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"C compiler (GPU host code, target c): ", "NVRTC: 1", "libnvrtc",
+                           "CUDA device: ", "OpenCL device: "})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  Result other = anvil("--device 7 env");
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_NE(other.out.find("OpenCL device: none: no OpenCL device: libOpenCL.so.1: device 7 was "
+                           "asked for; the platform has "),
+            std::string::npos)
+      << other.out;
+  expect_error("--device -1 env", 1, {"--device"});
+}
+
 }  // namespace
 }  // namespace anvil::cli
