@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev  # the artifact's graph JSON (compiler and runtime)
   libcli11-dev  # the anvil command line
   libxgboost-dev xgboost  # the cost model (its CMake package needs /usr/bin/xgboost)
+  python3 xz-utils  # the GPU run script's test (bench/gpu: its Python helpers, the bundle)
 )
 
 missing=()
