@@ -448,17 +448,17 @@ TEST(ConvTransposeNchwc, FusedBiasReluTanh) {
 // ---- the default rule
 
 TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
-  // The rule's thresholds are the target's L2: this test states the 1 MiB it assumes.
-  Target t = Target::host();
-  t.l2_bytes = 1 << 20;
-  int64_t lanes = t.vector_lanes_f32();
-  auto space_of = [&](const Deconv& d) {
+  // The rule's thresholds are the target's L2: this test states the 1 MiB it assumes. Its tiles
+  // depend on the registers, so the rule is checked for a CPU with AVX-512 (32 registers of 16
+  // floats) and one with AVX2 (16 of 8), whatever this host is; the sampled points run here.
+  auto space_of = [&](const Deconv& d, const Target& t) {
     std::vector<int64_t> ws =
         lookup(kPack).infer({{{d.C, d.O, d.KH, d.KW}, f32}}, d.pack_attrs())[0].shape;
     return lookup(kOp).space({{d.x_blocked(), f32}, {ws, f32}}, d.attrs(), t);
   };
-  // DCGAN-like, 256 KB of weights per channel block: a tile of one row per phase (2) x the 8
-  // columns, 16 accumulators with AVX-512.
+  // DCGAN-like, 256 KB of weights per channel block: a tile of one row per phase (2) x the
+  // columns, 16 accumulators with AVX-512 (8 columns), 8 with AVX2's 16 registers (2 columns of
+  // 2 vectors).
   Deconv d1{.C = 256,
             .O = 32,
             .H = 4,
@@ -469,40 +469,48 @@ TEST(ConvTransposeNchwc, SpaceListsTheRuleFirst) {
             .pads = {1, 1, 1, 1},
             .ib = 16,
             .ob = 16};
-  ConfigSpace space = space_of(d1);
-  ASSERT_EQ(space.size(), 7u);
-  std::vector<std::string> names = {"tile_oc",   "tile_oh",  "tile_ow", "unroll_ib",
-                                    "unroll_kw", "ic_chunk", "parallel"};
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(space[i].name, names[i]);
-  EXPECT_EQ(space[0].values[0], 1);
-  EXPECT_EQ(space[1].values[0], 2);
-  EXPECT_EQ(space[2].values[0], lanes >= 16 ? 8 : 4);
-  EXPECT_EQ(space[5].values[0], 0);  // no chunks below 512 KB per channel block
-  for (const Knob& k : space) EXPECT_GT(k.values.size(), 1u) << k.name;
-  // A sample of the space computes the same result.
+  // 64 KB of weights per channel block stay cached: one row; 1024 input channels: 1 MB of
+  // weights per channel block, reduced in chunks of 256 KB.
+  Deconv small = d1, big = d1;
+  small.C = 64;
+  big.C = 1024;
+  for (const char* cpu : {"llvm -mcpu=znver4 -vector-bits=512", "llvm -mcpu=znver3"}) {
+    SCOPED_TRACE(cpu);
+    Target t = Target::parse(cpu);
+    t.l2_bytes = 1 << 20;
+    const bool wide = t.vector_lanes_f32() >= 16;
+    ConfigSpace space = space_of(d1, t);
+    ASSERT_EQ(space.size(), 7u);
+    std::vector<std::string> names = {"tile_oc",   "tile_oh",  "tile_ow", "unroll_ib",
+                                      "unroll_kw", "ic_chunk", "parallel"};
+    for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(space[i].name, names[i]);
+    EXPECT_EQ(space[0].values[0], 1);
+    EXPECT_EQ(space[1].values[0], 2);
+    EXPECT_EQ(space[2].values[0], wide ? 8 : 2);
+    EXPECT_EQ(space[5].values[0], 0);  // no chunks below 512 KB per channel block
+    // The thread split: threads by the rule (2^18 multiply-adds and more).
+    EXPECT_EQ(space[6].values[0], 1);
+    for (const Knob& k : space) EXPECT_GT(k.values.size(), 1u) << k.name;
+    space = space_of(small, t);
+    EXPECT_EQ(space[1].values[0], 1);
+    EXPECT_EQ(space[2].values[0], wide ? 8 : 4);
+    EXPECT_EQ(space[0].values[0], wide ? 2 : 1);
+    space = space_of(big, t);
+    EXPECT_EQ(space[5].values[0], 16);
+    // Weights from L2 and a tile spanning the row: rows fill the accumulators (3 x 8 of 24).
+    EXPECT_EQ(space[1].values[0], wide ? 3 : 2);
+    // With a 4 MiB L2 the same 1 MB per channel block needs no chunks.
+    t.l2_bytes = 4 << 20;
+    EXPECT_EQ(space_of(big, t)[5].values[0], 0);
+  }
+  // A sample of this host's space computes the same result, threads on and off.
+  Target host = Target::host();
+  host.l2_bytes = 1 << 20;
+  ConfigSpace space = space_of(d1, host);
   check(d1, 9, {{"tile_ow", space[2].values[1]}, {"tile_oc", space[0].values[1]}});
   check(d1, 10, {{"tile_oh", space[1].values[1]}, {"ic_chunk", space[5].values[1]}});
-  // The thread split: threads by the rule (2^18 multiply-adds and more), and none on request.
-  EXPECT_EQ(space[6].values[0], 1);
   check(d1, 11, {{"parallel", 0}});
   check(d1, 12, {{"parallel", 0}, {"ic_chunk", space[5].values[1]}});
-  // 64 KB of weights per channel block stay cached: one row, two channel blocks.
-  Deconv small = d1;
-  small.C = 64;
-  space = space_of(small);
-  EXPECT_EQ(space[1].values[0], 1);
-  EXPECT_EQ(space[2].values[0], 8);
-  EXPECT_EQ(space[0].values[0], lanes >= 16 ? 2 : 1);
-  // 1024 input channels: 1 MB of weights per channel block, reduced in chunks of 256 KB.
-  Deconv big = d1;
-  big.C = 1024;
-  space = space_of(big);
-  EXPECT_EQ(space[5].values[0], 16);
-  // Weights from L2 and a tile spanning the row: rows fill the accumulators (3 x 8 of 24).
-  EXPECT_EQ(space[1].values[0], lanes >= 16 ? 3 : 2);
-  // With a 4 MiB L2 the same 1 MB per channel block needs no chunks.
-  t.l2_bytes = 4 << 20;
-  EXPECT_EQ(space_of(big)[5].values[0], 0);
 }
 
 // ---- diagnostics

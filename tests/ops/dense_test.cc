@@ -159,8 +159,6 @@ TEST(Matmul, EveryConfigOfTheSpaceAgrees) {
 }
 
 TEST(Dense, SpaceDefaultsFollowTheRule) {
-  Target target = Target::host();
-  int64_t lanes = target.vector_lanes_f32();
   // Enough rows: over packed panels, the register tile with the fewest loads per FMA within 3/4
   // of the registers. With AVX-512's 32: 6 rows x 4 vectors (10 loads for 24 FMAs; 12 x 2 takes
   // 14 for 24, 8 x 3 11 for 24). With AVX2's 16: 6 x 2 (4 x 4 would need fewer than 6 rows).
@@ -180,19 +178,26 @@ TEST(Dense, SpaceDefaultsFollowTheRule) {
                               Target::parse("llvm -mcpu=znver5 -vector-bits=512"));
   EXPECT_EQ(big[0].values[0], 6);
   EXPECT_EQ(big[1].values[0], 64);
-  // M = 1 against B [K, N]: vectors over N, k outer, the tile widened to 8 accumulator chains.
-  ConfigSpace row =
-      lookup("matmul").space({{{1, 30}, f32}, {{30, 800}, f32}}, mm_attrs("matmul", 0, 0), target);
-  EXPECT_EQ(row[0].values[0], 1);
-  EXPECT_EQ(row[1].values[0], std::max<int64_t>(8 * lanes, 32));
-  EXPECT_EQ(row[2].values[0], 2);  // 30 is not a multiple of 4
-  EXPECT_EQ(row[3].values[0], 0);  // too little work for threads
-  // M = 1 against a weight [N, K]: dot products vectorized over K, lanes / 2 rows per block.
-  ConfigSpace dot =
-      lookup("dense").space({{{1, 30}, f32}, {{800, 30}, f32}}, Attrs("dense", {}), target);
-  EXPECT_EQ(dot[0].values[0], 1);
-  EXPECT_EQ(dot[1].values[0], std::max<int64_t>(lanes / 2, 1));
-  EXPECT_EQ(dot[2].values[0], 1);
+  // M = 1 against B [K, N]: vectors over N, k outer, the tile widened to 8 accumulator chains
+  // within the registers: 8 with AVX-512's 32, with AVX2's 16 as many as leave room for the
+  // loads (2 x 6 + 1 of 15: 48 columns). Checked for both, whatever this host is.
+  for (const char* cpu : {"llvm -mcpu=znver4 -vector-bits=512", "llvm -mcpu=znver3"}) {
+    SCOPED_TRACE(cpu);
+    const Target t = Target::parse(cpu);
+    const int64_t l = t.vector_lanes_f32();
+    ConfigSpace row =
+        lookup("matmul").space({{{1, 30}, f32}, {{30, 800}, f32}}, mm_attrs("matmul", 0, 0), t);
+    EXPECT_EQ(row[0].values[0], 1);
+    EXPECT_EQ(row[1].values[0], l >= 16 ? 8 * l : 6 * l);
+    EXPECT_EQ(row[2].values[0], 2);  // 30 is not a multiple of 4
+    EXPECT_EQ(row[3].values[0], 0);  // too little work for threads
+    // M = 1 against a weight [N, K]: dot products vectorized over K, lanes / 2 rows per block.
+    ConfigSpace dot =
+        lookup("dense").space({{{1, 30}, f32}, {{800, 30}, f32}}, Attrs("dense", {}), t);
+    EXPECT_EQ(dot[0].values[0], 1);
+    EXPECT_EQ(dot[1].values[0], std::max<int64_t>(l / 2, 1));
+    EXPECT_EQ(dot[2].values[0], 1);
+  }
 }
 
 TEST(Dense, EveryConfigOfSmallRowSpacesAgrees) {
@@ -395,16 +400,20 @@ TEST(DensePacked, EveryConfigOfTheSpaceAgrees) {
 }
 
 TEST(DensePacked, GemvRuleKeepsEightChains) {
-  // M = 1: k outer, 8 accumulator vectors (panels) in flight, k unrolled, panels parallel.
-  Target target = Target::host();
-  int64_t lanes = target.vector_lanes_f32();
-  ConfigSpace s = lookup("dense_packed")
-                      .space({{{1, 1300}, f32}, {{163, 1300, 16}, f32}},
-                             Attrs("dense_packed", {{"units", int64_t{2600}}}), target);
-  EXPECT_EQ(s[0].values[0], 1);
-  EXPECT_EQ(s[1].values[0], std::max<int64_t>(8 * lanes, 32));
-  EXPECT_EQ(s[2].values[0], 4);
-  EXPECT_EQ(s[3].values[0], 1);
+  // M = 1: k outer, 8 accumulator vectors (panels) in flight with AVX-512's 32 registers, 6 with
+  // AVX2's 16, k unrolled, panels parallel. Checked for both, whatever this host is.
+  for (const char* cpu : {"llvm -mcpu=znver4 -vector-bits=512", "llvm -mcpu=znver3"}) {
+    SCOPED_TRACE(cpu);
+    const Target t = Target::parse(cpu);
+    const int64_t lanes = t.vector_lanes_f32();
+    ConfigSpace s = lookup("dense_packed")
+                        .space({{{1, 1300}, f32}, {{163, 1300, 16}, f32}},
+                               Attrs("dense_packed", {{"units", int64_t{2600}}}), t);
+    EXPECT_EQ(s[0].values[0], 1);
+    EXPECT_EQ(s[1].values[0], lanes >= 16 ? 8 * lanes : 6 * lanes);
+    EXPECT_EQ(s[2].values[0], 4);
+    EXPECT_EQ(s[3].values[0], 1);
+  }
 }
 
 // dense_pack_weight with batch dimensions (lstm's [dirs, G, K] weights): compiled against the

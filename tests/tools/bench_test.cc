@@ -108,7 +108,17 @@ TEST_F(Cli, BenchOnAGpuTargetRunsTheModelOnTheDevice) {
   json summary = read_json(path("gpu.json"));
   ASSERT_TRUE(summary.is_object()) << read(path("gpu.json"));
   EXPECT_FALSE(summary["machine"]["gpu"].get<std::string>().empty());
-  ASSERT_EQ(summary["rows"].size(), 2u);
+  // The two baselines, then Anvil against itself: kernel by kernel, and copying through the host.
+  ASSERT_EQ(summary["rows"].size(), 4u);
+  for (const char* self : {"anvil_kernel_by_kernel", "anvil_host_copies"}) {
+    const json* row = find_row(summary, self);
+    ASSERT_NE(row, nullptr) << self;
+    EXPECT_GT((*row)["baseline_ms"].get<double>(), 0) << *row;
+    EXPECT_GT((*row)["anvil_ms"].get<double>(), 0) << *row;
+  }
+  EXPECT_NE(r.out.find("Both sides' inputs and outputs stay on the device"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GPU, Anvil against itself: on device arrays "), std::string::npos) << r.out;
   const json* eager = find_row(summary, "torch_eager_cuda");
   ASSERT_NE(eager, nullptr);
   EXPECT_GT((*eager)["baseline_ms"].get<double>(), 0) << *eager;

@@ -1,12 +1,14 @@
 // `anvil bench-worker`: Anvil's side of `anvil bench --processes`, an artifact in a process of its
 // own behind the baselines' protocol (bench.h): "load" takes the artifact (model.so) where a
-// baseline takes the ONNX file, "run" writes the outputs as .npy, "time" times runs one by one.
+// baseline takes the ONNX file, "run" writes the outputs as .npy, "time" times runs one by one (a
+// GPU artifact on device arrays, checked against a host run when loaded, as in the bench itself).
 // Given an ONNX file, "load" compiles it first for the host (with the worker's --tuning-records),
 // so that another build of Anvil can be a baseline: `--worker old="OLD/anvil bench-worker"`.
 // A fresh process draws its memory afresh, so the bench's spread across these processes is the
 // spread a user meets from one start of their program to the next.
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +23,7 @@
 #include "anvil/target/target.h"
 #include "tools/anvil/args.h"
 #include "tools/anvil/bench.h"
+#include "tools/anvil/bench_device.h"
 #include "tools/anvil/commands.h"
 
 namespace anvil::cli {
@@ -31,6 +34,8 @@ struct Loaded {
   bool loaded = false;
   runtime::Model model;
   std::vector<runtime::NDArray> inputs;
+  // A GPU model is timed on device arrays, as in the bench's own process (bench_device.h).
+  std::unique_ptr<DeviceRuns> on_device;
 };
 
 // The artifact of an ONNX file, compiled for the host into `dir`.
@@ -67,6 +72,15 @@ nlohmann::json serve(const nlohmann::json& req, const std::string& records, bool
     }
     next.loaded = true;
     *m = std::move(next);
+    // Made where the model now lives: DeviceRuns keeps a pointer to it.
+    if (m->model.device().device_type != kDLCPU) {
+      m->on_device = std::make_unique<DeviceRuns>(m->model, m->inputs);
+      const std::string differs = m->on_device->check(m->model.run(m->inputs));
+      if (!differs.empty()) {
+        m->loaded = false;
+        throw std::runtime_error("the run on device arrays computes something else: " + differs);
+      }
+    }
     return {{"ok", true}};
   }
   if (!m->loaded) throw std::runtime_error("'" + op + "' before a model was loaded");
@@ -83,13 +97,19 @@ nlohmann::json serve(const nlohmann::json& req, const std::string& records, bool
   if (op == "time") {
     const int runs = req.at("runs").get<int>();
     nlohmann::json ms = nlohmann::json::array();
-    for (int i = 0; i < runs; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      m->model.run(m->inputs);
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
+    std::vector<double> times;
+    if (m->on_device) {
+      m->on_device->time(runs, &times);
+    } else {
+      for (int i = 0; i < runs; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        m->model.run(m->inputs);
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+      }
     }
+    for (double t : times) ms.push_back(t);
     return {{"ok", true}, {"ms", ms}};
   }
   throw std::runtime_error("unknown op '" + op + "' (expected load, run or time)");
