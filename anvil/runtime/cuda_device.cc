@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "anvil/runtime/device_api.h"
@@ -314,6 +316,7 @@ class CudaDevice final : public Device {
   }
 
   void launch_graph(DeviceGraph graph, Stream stream) override {
+    bind();
     CUresult r = d_.cuGraphLaunch(static_cast<CUgraphExec>(graph), static_cast<CUstream>(stream));
     if (r != CUDA_SUCCESS) throw error("cannot launch a graph", "cuGraphLaunch", r);
   }
@@ -428,28 +431,30 @@ class CudaModule final : public DeviceModule {
   // The kernel `name`, looked up once.
   CUfunction get_function(const char* name) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // The host code passes string literals: their address finds the kernel without a copy.
-    if (auto hit = by_address_.find(name); hit != by_address_.end()) return hit->second;
+    // The host code passes string literals: their address finds the kernel without a copy. A
+    // caller's string may reuse an address for another name, so the name is compared too.
+    if (auto hit = by_address_.find(name);
+        hit != by_address_.end() && std::strcmp(hit->second.first->c_str(), name) == 0)
+      return hit->second.second;
     auto it = functions_.find(name);
-    if (it != functions_.end()) {
-      by_address_.emplace(name, it->second);
-      return it->second;
+    if (it == functions_.end()) {
+      CUfunction function = nullptr;
+      CUresult r = device_.driver().cuModuleGetFunction(&function, module_, name);
+      if (r == CUDA_ERROR_NOT_FOUND)
+        throw std::runtime_error("the device program has no such kernel");
+      if (r != CUDA_SUCCESS) throw std::runtime_error(device_.failed("cuModuleGetFunction", r));
+      it = functions_.emplace(name, function).first;
     }
-    CUfunction function = nullptr;
-    CUresult r = device_.driver().cuModuleGetFunction(&function, module_, name);
-    if (r == CUDA_ERROR_NOT_FOUND)
-      throw std::runtime_error("the device program has no such kernel");
-    if (r != CUDA_SUCCESS) throw std::runtime_error(device_.failed("cuModuleGetFunction", r));
-    functions_.emplace(name, function);
-    by_address_.emplace(name, function);
-    return function;
+    // Elements of an unordered_map keep their address: the key's string outlives the entry.
+    by_address_[name] = {&it->first, it->second};
+    return it->second;
   }
 
   CudaDevice& device_;
   CUmodule module_;
   std::mutex mutex_;
   std::unordered_map<std::string, CUfunction> functions_;
-  std::unordered_map<const char*, CUfunction> by_address_;
+  std::unordered_map<const char*, std::pair<const std::string*, CUfunction>> by_address_;
 };
 
 std::unique_ptr<DeviceModule> CudaDevice::load_module(std::string_view code,

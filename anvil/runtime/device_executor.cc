@@ -152,6 +152,7 @@ struct Replay {
   std::vector<PooledBuffer> input_buffers;  // for host inputs, one per p.inputs
   std::vector<Place> bound, wanted;         // inputs, then outputs: as recorded, as asked now
   DeviceGraph graph = nullptr;
+  bool recording_failed = false;  // launch kernel by kernel from then on
   DeviceRunCounts counts;
 
   ~Replay() {
@@ -184,25 +185,24 @@ struct StreamPools {
 
   Replay& replay(const GraphProgram& p, Stream stream, bool device_arrays) {
     std::lock_guard<std::mutex> lock(mutex);
-    std::unique_ptr<Replay>& r = replays[{stream, device_arrays}];
-    if (!r) {
-      auto made = std::make_unique<Replay>();
-      made->device = p.device;
-      // Graphs are recorded from a stream of one's own: never the device's legacy queue.
-      if (stream == nullptr) made->own_stream = p.device->create_stream();
-      made->stream = stream ? stream : made->own_stream;
-      made->pool = std::make_unique<WorkspacePool>(*p.device);
-      if (p.arena_bytes > 0)
-        made->arena = PooledBuffer(*made->pool, static_cast<size_t>(p.arena_bytes));
-      if (!device_arrays)  // the caller's arrays are read where they are
-        for (int32_t in : p.inputs)
-          made->input_buffers.emplace_back(
-              *made->pool, static_cast<size_t>(std::max<int64_t>(
-                               tensor_bytes(p.slots[in].shape, p.slots[in].dtype), 1)));
-      made->wanted.resize(p.inputs.size() + p.outputs.size());
-      r = std::move(made);
-    }
-    return *r;
+    auto found = replays.find({stream, device_arrays});
+    if (found != replays.end()) return *found->second;
+    // Made whole before it is kept: a failure (no stream, out of device memory) keeps nothing.
+    auto made = std::make_unique<Replay>();
+    made->device = p.device;
+    // Graphs are recorded from a stream of one's own: never the device's legacy queue.
+    if (stream == nullptr) made->own_stream = p.device->create_stream();
+    made->stream = stream ? stream : made->own_stream;
+    made->pool = std::make_unique<WorkspacePool>(*p.device);
+    if (p.arena_bytes > 0)
+      made->arena = PooledBuffer(*made->pool, static_cast<size_t>(p.arena_bytes));
+    if (!device_arrays)  // the caller's arrays are read where they are
+      for (int32_t in : p.inputs)
+        made->input_buffers.emplace_back(
+            *made->pool, static_cast<size_t>(std::max<int64_t>(
+                             tensor_bytes(p.slots[in].shape, p.slots[in].dtype), 1)));
+    made->wanted.resize(p.inputs.size() + p.outputs.size());
+    return *replays.emplace(std::make_pair(stream, device_arrays), std::move(made)).first->second;
   }
 };
 
@@ -311,7 +311,7 @@ bool replays(const GraphProgram& p) {
 // (again), every other one replays. Returns with the work queued on r.stream.
 void run_replay(const GraphProgram& p, Replay& r, const std::vector<const DLTensor*>* outputs) {
   Device& device = *p.device;
-  if (r.graph && r.bound == r.wanted) {
+  if (r.graph && !r.recording_failed && r.bound == r.wanted) {
     device.launch_graph(r.graph, r.stream);
     ++r.counts.graph_launches;
     return;
@@ -330,29 +330,40 @@ void run_replay(const GraphProgram& p, Replay& r, const std::vector<const DLTens
   place_fixed(p, device, r.arena.data(), *r.run);
   for (size_t i = 0; i < p.inputs.size(); ++i)
     r.run->place(p, device, static_cast<size_t>(p.inputs[i]), r.wanted[i].data, r.wanted[i].offset);
-  const bool record = r.counts.eager_runs > 0;
-  if (record) device.begin_capture(r.stream);
-  try {
+  auto launch = [&] {
     launch_calls(p, device, context, *r.pool, *r.run, nullptr);
     check_outputs_ready(p, *r.run);
     if (outputs)
       for (size_t i = 0; i < outputs->size(); ++i)
         copy_output(p, device, *r.run, i, *(*outputs)[i], r.stream);
-  } catch (...) {
-    if (record) {
-      try {
-        device.destroy_graph(device.end_capture(r.stream));
-      } catch (...) {
-      }
+  };
+  if (r.counts.eager_runs == 0 || r.recording_failed) {
+    try {
+      launch();
+    } catch (...) {
+      r.run.reset();
+      throw;
     }
-    r.run.reset();
-    throw;
-  }
-  if (!record) {
-    ++r.counts.eager_runs;  // nothing recorded: the next run records
+    ++r.counts.eager_runs;  // nothing recorded: the next run records, unless recording failed
     return;
   }
-  r.graph = device.end_capture(r.stream);
+  // A recording that fails (a stream the driver cannot record, a graph it cannot instantiate)
+  // leaves this replay launching kernel by kernel from then on, starting with this run: a
+  // kernel's own error then surfaces from that run.
+  try {
+    device.begin_capture(r.stream);
+    try {
+      launch();
+    } catch (...) {
+      device.destroy_graph(device.end_capture(r.stream));
+      throw;
+    }
+    r.graph = device.end_capture(r.stream);
+  } catch (...) {
+    r.graph = nullptr;
+    r.recording_failed = true;
+    return run_replay(p, r, outputs);
+  }
   r.bound = r.wanted;
   ++r.counts.captures;
   device.launch_graph(r.graph, r.stream);

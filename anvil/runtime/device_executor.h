@@ -7,7 +7,12 @@
 // every later run is one graph launch. The recorded run's memory (arena, inputs, intermediates,
 // the kernels' temporaries) is held by the replay for its life, so the addresses baked into the
 // graph stay valid; a run whose device inputs or outputs are other arrays than the recorded
-// ones records again. A run that times its calls (profile) launches them one by one.
+// ones records again. A run that times its calls (profile) launches them one by one. A recording
+// that fails (a stream the driver cannot record, a graph it cannot instantiate) leaves that
+// stream's runs launching kernel by kernel. While a run records (the second on a stream), CUDA
+// refuses work on the legacy default stream and context-wide waits from other threads of the
+// process: a program that runs a model from several threads gives each thread a stream of its
+// own (Model::run(inputs, stream)).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,7 @@ class FakeDevice final : public Device {
 
   bool supports_graphs() const override { return graphs_; }
   void begin_capture(Stream stream) override {
+    if (refuse_recording) throw std::runtime_error("fake: this stream cannot be recorded");
     EXPECT_NE(stream, nullptr) << "recording the legacy stream";
     EXPECT_FALSE(capturing_);
     capturing_ = true;
@@ -138,6 +140,7 @@ class FakeDevice final : public Device {
     issue(std::move(op), stream);
   }
 
+  bool refuse_recording = false;
   int64_t allocs = 0, direct_launches = 0, graph_launches = 0;
   intptr_t streams_made = 0;
   std::vector<std::vector<Op>> graphs_made;
@@ -345,6 +348,21 @@ TEST(DeviceGraph, HostAndDeviceArrayRunsKeepTheirOwnRecordings) {
   EXPECT_EQ(c.eager_runs, 2);
   EXPECT_EQ(c.captures, 2);
   EXPECT_EQ(c.graph_launches, 6);
+}
+
+// A device that cannot record the stream: the runs go on kernel by kernel, right, no error.
+TEST(DeviceGraph, ARecordingThatFailsFallsBackToKernelByKernel) {
+  Program prog(/*graphs=*/true);
+  prog.device.refuse_recording = true;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) {
+    std::vector<float> y = prog.run({v, v, v, v});
+    EXPECT_EQ(y, std::vector<float>(4, 2 * (v + 1))) << v;
+  }
+  DeviceRunCounts c = device_run_counts(prog.p);
+  EXPECT_EQ(c.eager_runs, 4);
+  EXPECT_EQ(c.captures, 0);
+  EXPECT_EQ(c.graph_launches, 0);
+  EXPECT_EQ(prog.device.direct_launches, 3 * 4);
 }
 
 TEST(DeviceGraph, WithoutGraphsEveryRunLaunchesItsKernels) {

@@ -72,13 +72,17 @@ nlohmann::json serve(const nlohmann::json& req, const std::string& records, bool
     }
     next.loaded = true;
     *m = std::move(next);
-    // Made where the model now lives: DeviceRuns keeps a pointer to it.
+    // Made where the model now lives: DeviceRuns keeps a pointer to it. Any failure leaves no
+    // model loaded.
     if (m->model.device().device_type != kDLCPU) {
-      m->on_device = std::make_unique<DeviceRuns>(m->model, m->inputs);
-      const std::string differs = m->on_device->check(m->model.run(m->inputs));
-      if (!differs.empty()) {
-        m->loaded = false;
-        throw std::runtime_error("the run on device arrays computes something else: " + differs);
+      try {
+        m->on_device = std::make_unique<DeviceRuns>(m->model, m->inputs);
+        const std::string differs = m->on_device->check(m->model.run(m->inputs));
+        if (!differs.empty())
+          throw std::runtime_error("the run on device arrays computes something else: " + differs);
+      } catch (...) {
+        *m = Loaded();
+        throw;
       }
     }
     return {{"ok", true}};

@@ -106,8 +106,12 @@ bool try_open(const std::string& file, Nvrtc& lib, std::string* why) {
 // The site-packages directories of `python` (one per line of its answer), or none when it does
 // not run.
 std::vector<std::string> site_packages(const std::string& python) {
-  std::string command = "'" + python +
-                        "' -c 'import site, sys; print(\"\\n\".join(site.getsitepackages() + "
+  // The interpreter's path single-quoted for the shell (a quote inside it closed and escaped).
+  std::string quoted = "'";
+  for (char ch : python) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  quoted += "'";
+  std::string command = quoted +
+                        " -c 'import site, sys; print(\"\\n\".join(site.getsitepackages() + "
                         "[site.getusersitepackages()] + sys.path))' 2>/dev/null";
   std::vector<std::string> dirs;
   FILE* pipe = ::popen(command.c_str(), "r");
