@@ -57,15 +57,20 @@ runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& m
   return a;
 }
 
-void time_runs(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs, int n,
-               std::vector<double>* ms) {
+void time_calls(int n, const std::function<void()>& run, std::vector<double>* ms) {
   for (int i = 0; i < n; ++i) {
     auto start = std::chrono::steady_clock::now();
-    model.run(inputs);
+    run();
     ms->push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+}
+
+void time_runs(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs, int n,
+               std::vector<double>* ms) {
+  time_calls(
+      n, [&] { model.run(inputs); }, ms);
 }
 
 AbTimes time_ab(const std::vector<runtime::Model>& a, const std::vector<runtime::Model>& b,

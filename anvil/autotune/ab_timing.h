@@ -48,6 +48,9 @@ runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& m
 // The median (the mean of the two middle values for an even count); infinity for none.
 double median(std::vector<double> values);
 
+// Calls `run` `n` times one by one, appending each call's wall time in ms.
+void time_calls(int n, const std::function<void()>& run, std::vector<double>* ms);
+
 // Times `n` calls of `model` one by one, appending each in ms.
 void time_runs(const runtime::Model& model, const std::vector<runtime::NDArray>& inputs, int n,
                std::vector<double>* ms);

@@ -1,11 +1,11 @@
 #include "tools/anvil/bench_device.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
+#include "anvil/autotune/ab_timing.h"
 #include "anvil/runtime/graph_executor.h"
 
 namespace anvil::cli {
@@ -63,13 +63,8 @@ std::string DeviceRuns::check_once(const std::vector<runtime::NDArray>& want) co
 }
 
 void DeviceRuns::time(int n, std::vector<double>* ms) const {
-  for (int i = 0; i < n; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    model_->run_device(inputs_->args(), outputs_->args());
-    ms->push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
+  autotune::time_calls(
+      n, [&] { model_->run_device(inputs_->args(), outputs_->args()); }, ms);
 }
 
 DeviceModeTimes time_device_modes(const runtime::Model& model,
@@ -84,13 +79,7 @@ DeviceModeTimes time_device_modes(const runtime::Model& model,
     ~Restore() { runtime::set_device_graphs(graphs); }
   } restore{graphs};
   auto host_runs = [&](int n, std::vector<double>* ms) {
-    for (int i = 0; i < n; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      model.run(inputs);
-      ms->push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
+    autotune::time_runs(model, inputs, n, ms);
   };
   std::vector<double> ignored;
   runtime::set_device_graphs(true);

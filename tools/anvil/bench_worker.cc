@@ -6,7 +6,6 @@
 // so that another build of Anvil can be a baseline: `--worker old="OLD/anvil bench-worker"`.
 // A fresh process draws its memory afresh, so the bench's spread across these processes is the
 // spread a user meets from one start of their program to the next.
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "anvil/autotune/ab_timing.h"
 #include "anvil/autotune/records.h"
 #include "anvil/graph/build.h"
 #include "anvil/runtime/c_runtime_api.h"
@@ -102,17 +102,10 @@ nlohmann::json serve(const nlohmann::json& req, const std::string& records, bool
     const int runs = req.at("runs").get<int>();
     nlohmann::json ms = nlohmann::json::array();
     std::vector<double> times;
-    if (m->on_device) {
+    if (m->on_device)
       m->on_device->time(runs, &times);
-    } else {
-      for (int i = 0; i < runs; ++i) {
-        auto start = std::chrono::steady_clock::now();
-        m->model.run(m->inputs);
-        times.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count());
-      }
-    }
+    else
+      autotune::time_runs(m->model, m->inputs, runs, &times);
     for (double t : times) ms.push_back(t);
     return {{"ok", true}, {"ms", ms}};
   }
