@@ -106,11 +106,31 @@ TEST_F(Cli, TuneRecordsEveryTrialAndResumes) {
   EXPECT_EQ(r.out.find("in-model check") != std::string::npos, any_checked || algorithms) << r.out;
   const size_t total = f.records.size();
 
-  // Resumed: nothing left to measure or check, nothing appended.
+  // Resumed: nothing left to measure or check, nothing appended. Unless the check moved the 3x3
+  // convolution to another algorithm (Winograd F(4x4) against F(2x2) is a close call on some CPUs,
+  // decided by timing): that algorithm's kernel is a new task, tuned now, and a new in-model
+  // check follows. Even then no recorded task is measured again on its own.
+  std::set<std::string> recorded;
+  for (const autotune::Record& rec : f.records)
+    recorded.insert(autotune::Task::from_json(rec.task, rec.target).key());
   r = anvil("tune zoo:dqn --trials 2 --repeats 1 --tuning-records dqn.json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("2 already recorded"), std::string::npos) << r.out;
-  EXPECT_EQ(autotune::read_records(path("dqn.json")).records.size(), total);
+  const std::vector<autotune::Record> resumed = autotune::read_records(path("dqn.json")).records;
+  ASSERT_GE(resumed.size(), total);
+  bool new_task = false;
+  for (size_t i = total; i < resumed.size(); ++i) {
+    const std::string key = autotune::Task::from_json(resumed[i].task, resumed[i].target).key();
+    if (recorded.count(key)) {
+      EXPECT_TRUE(resumed[i].in_model) << "a recorded task measured again: " << key << "\n"
+                                       << r.out;
+    } else {
+      new_task = true;
+    }
+  }
+  if (!new_task) {
+    EXPECT_EQ(resumed.size(), total) << r.out;
+  }
 
   Result c = anvil("compile zoo:dqn --tuning-records dqn.json -o tuned.so");
   ASSERT_EQ(c.code, 0) << c.err;
