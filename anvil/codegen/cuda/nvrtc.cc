@@ -54,6 +54,10 @@ struct Nvrtc {
   }
 };
 
+// The names NVRTC is looked for by, newest first (nvrtc_candidates).
+const char* const kNvrtcNames[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                   "libnvrtc.so.11.2"};
+
 const char* dl_error() {
   const char* e = dlerror();
   return e ? e : "unknown error";
@@ -149,19 +153,26 @@ Nvrtc open_nvrtc() {
     return lib;
   }
 
-  for (const std::string& candidate : nvrtc_candidates()) {
+  // By name first; the directories only when that fails (finding the wheels starts a Python).
+  auto try_candidate = [&](const std::string& candidate) {
     bool by_name = candidate.find('/') == std::string::npos;
-    if (!by_name && ::access(candidate.c_str(), F_OK) != 0) continue;
+    if (!by_name && ::access(candidate.c_str(), F_OK) != 0) return false;
     std::string why;
-    if (try_open(candidate, lib, &why)) return lib;
+    if (try_open(candidate, lib, &why)) return true;
     // dlopen by name says only "cannot open shared object file" when the name is not found.
     if (!by_name || why.find("cannot open shared object file") == std::string::npos)
       failures.push_back(str(candidate, ": ", why));
-  }
+    return false;
+  };
+  for (const char* name : kNvrtcNames)
+    if (try_candidate(name)) return lib;
+  const std::vector<std::string> dirs = nvrtc_search_dirs();
+  for (const std::string& dir : dirs)
+    for (const char* name : kNvrtcNames)
+      if (try_candidate(str(dir, "/", name))) return lib;
 
   std::string dirs_list;
-  for (const std::string& dir : nvrtc_search_dirs())
-    dirs_list += str(dirs_list.empty() ? "" : ", ", dir);
+  for (const std::string& dir : dirs) dirs_list += str(dirs_list.empty() ? "" : ", ", dir);
   lib.error = str("NVRTC (libnvrtc, the CUDA runtime compiler) was not found: tried libnvrtc.so, ",
                   "libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so.11.2 by name (the loader's ",
                   "search path), then in ", dirs_list.empty() ? "no directory" : dirs_list,
@@ -242,11 +253,9 @@ std::vector<std::string> nvrtc_search_dirs() {
 }
 
 std::vector<std::string> nvrtc_candidates() {
-  const std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                                          "libnvrtc.so.11.2"};
-  std::vector<std::string> candidates = names;
+  std::vector<std::string> candidates(std::begin(kNvrtcNames), std::end(kNvrtcNames));
   for (const std::string& dir : nvrtc_search_dirs())
-    for (const std::string& name : names) candidates.push_back(str(dir, "/", name));
+    for (const char* name : kNvrtcNames) candidates.push_back(str(dir, "/", name));
   return candidates;
 }
 
