@@ -288,6 +288,40 @@ void register_binary_ops() {
         if (!attrs.get_int("fmod") && r != 0 && ((r < 0) != (b < 0))) r += b;
         return ival(r);
       });
+  // bit_shift(x, s; direction): ONNX BitShift, unsigned integers only. The IR has no shift
+  // nodes: x * 2^s (wrapping drops the high bits as a shift does) or x / 2^s, with 2^s the product
+  // of the powers its set bits select; a shift by the width or more gives 0.
+  register_elementwise(
+      {"bit_shift",
+       {{"direction", AttrType::kString, std::nullopt, {}, "left or right", /*required=*/true}}},
+      2,
+      [](const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs) {
+        DataType t = common_type(op, in, TypeSet::kNumeric);
+        ANVIL_CHECK(t.is_uint(), op, ": inputs are ", t, "; bit shifts take unsigned integers");
+        std::string d = attrs.get_string("direction");
+        ANVIL_CHECK(d == "left" || d == "right", op, ": attribute 'direction' is '", d,
+                    "', expected 'left' or 'right'");
+        return t;
+      },
+      [](const std::vector<Expr>& x, const Attrs& attrs) {
+        DataType t = x[0].type();
+        const Expr& s = x[1];
+        Expr power = make_one(t);
+        for (int k = 0; (1 << k) < t.bits(); ++k) {
+          Expr bit = floormod(floordiv(s, make_const(t, int64_t{1} << k)), make_const(t, 2));
+          power = power *
+                  select(bit == make_one(t), make_const(t, int64_t{1} << (1 << k)), make_one(t));
+        }
+        Expr shifted =
+            attrs.get_string("direction") == "left" ? x[0] * power : floordiv(x[0], power);
+        return select(s < make_const(t, t.bits()), shifted, make_zero(t));
+      },
+      [](const std::vector<Value>& x, const Attrs& attrs) {
+        auto a = static_cast<uint64_t>(x[0].i), s = static_cast<uint64_t>(x[1].i);
+        // Wider than the type: the result is cast to it when stored.
+        uint64_t r = s >= 64 ? 0 : attrs.get_string("direction") == "left" ? a << s : a >> s;
+        return ival(static_cast<int64_t>(r), true);
+      });
   // prelu(x, slope): slope broadcasts to x's shape (ONNX unidirectional broadcasting).
   register_elementwise(
       {"prelu", {}, kKeepsBlocked}, 2, same_type(TypeSet::kFloat),

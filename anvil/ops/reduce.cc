@@ -412,14 +412,21 @@ void register_reduce(const std::string& name, ReduceKind kind) {
       keepdims_attr()};
   def.flops = flops_per_input();      // one per input element
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
-  def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_input(name, in, /*any_float=*/true);
+  // Sums, products and extremes also of int32 and int64 (exact; ONNX allows them); the mean of
+  // floats only.
+  auto integer = [kind](DataType t) {
+    return kind != ReduceKind::kMean && (t == DataType::Int(32) || t == DataType::Int(64));
+  };
+  def.infer = [name, integer](const std::vector<TensorType>& in, const Attrs& attrs) {
+    if (in.size() != 1 || !integer(in[0].dtype)) check_input(name, in, /*any_float=*/true);
     return std::vector<TensorType>{
         {reduce_spec(name, in[0].shape, attrs).out_shape(), in[0].dtype}};
   };
-  def.compute = [name, kind](const std::vector<te::Tensor>& in, const Attrs& attrs) {
-    ANVIL_CHECK(in[0]->dtype == f32 || in[0]->dtype == DataType::Float(64), name, ": input is ",
-                in[0]->dtype, ", which compiled code does not take yet (it takes float32/64)");
+  def.compute = [name, kind, integer](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    DataType t = in[0]->dtype;
+    ANVIL_CHECK(t == f32 || t == DataType::Float(64) || integer(t), name, ": input is ", t,
+                ", which compiled code does not take yet (it takes float32/64",
+                kind == ReduceKind::kMean ? "" : ", int32/64", ")");
     ReduceSpec spec = reduce_spec(name, shape_of(in[0]), attrs);
     return std::vector<te::Tensor>{reduce_compute(name, kind, in[0], spec)};
   };

@@ -1,5 +1,5 @@
-// layout_transform (NCHW <-> NCHW[x]c) and resize (NCHW; nearest and linear compiled and in the
-// reference, cubic in the reference only; every ONNX coordinate mode but tf_crop_and_resize): the
+// layout_transform (NCHW <-> NCHW[x]c) and resize (NCHW; nearest, linear and cubic, compiled and
+// in the reference; every ONNX coordinate mode but tf_crop_and_resize): the
 // data-movement operators with the most index arithmetic. The rest of the family is in
 // transform.cc.
 #include "anvil/ops/transform_common.h"
@@ -136,7 +136,7 @@ struct AxisMap {
 
 struct ResizeSpec {
   std::string mode, coord, nearest;
-  double cubic_a = -0.75;  // cubic only (reference only: no compiled form)
+  double cubic_a = -0.75;  // cubic only
   bool exclude_outside = false;
   AxisMap h, w;
   std::vector<int64_t> shape;
@@ -298,6 +298,46 @@ Expr nearest_index(const AxisMap& m, const std::string& mode, Expr x) {
   return clamp_index(i, m.in);
 }
 
+// Cubic interpolation's four taps around output index o along one axis: source indices
+// floor(v) - 1 .. floor(v) + 2, edge-clamped, weighted by Keys' kernel with coefficient a at
+// r = v - floor(v) (float32; ONNX's whole-v case, taps from floor(v) - 2 at r = 1, weighs the
+// same index alone as r = 0 does here). exclude_outside zeroes the taps outside the input and
+// renormalizes the others.
+struct CubicTaps {
+  Expr index[4], weight[4];
+  Expr pick_index(const Expr& t) const {
+    return select(t == 0, index[0], select(t == 1, index[1], select(t == 2, index[2], index[3])));
+  }
+  Expr pick_weight(const Expr& t) const {
+    return select(t == 0, weight[0],
+                  select(t == 1, weight[1], select(t == 2, weight[2], weight[3])));
+  }
+};
+
+CubicTaps cubic_taps(const AxisMap& m, const ResizeSpec& s, Expr o) {
+  Expr num = o * static_cast<int>(m.a) + static_cast<int>(m.b);
+  Expr i0 = floordiv(num, static_cast<int>(m.d));
+  Expr r = cast(DataType::Float32(), num - i0 * static_cast<int>(m.d)) / static_cast<float>(m.d);
+  const float a = static_cast<float>(s.cubic_a);
+  auto far = [a](Expr t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // |t| in 1..2
+  auto near = [a](Expr t) { return ((a + 2) * t - (a + 3)) * t * t + 1.0f; };    // |t| in 0..1
+  CubicTaps taps;
+  Expr w[4] = {far(r + 1.0f), near(r), near(1.0f - r), far(2.0f - r)};
+  Expr total;
+  for (int k = 0; k < 4; ++k) {
+    Expr i = i0 + (k - 1);
+    taps.index[k] = clamp_index(i, m.in);
+    taps.weight[k] = w[k];
+    if (s.exclude_outside) {
+      taps.weight[k] = select(i >= 0 && i < static_cast<int>(m.in), w[k], 0.0f);
+      total = k == 0 ? taps.weight[k] : total + taps.weight[k];
+    }
+  }
+  if (s.exclude_outside)
+    for (Expr& wk : taps.weight) wk = wk / total;
+  return taps;
+}
+
 }  // namespace
 
 void register_resize() {
@@ -334,8 +374,6 @@ void register_resize() {
       [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
         te::Tensor x = in[0];
         ResizeSpec s = resize_spec(shape_of(x), attrs);
-        ANVIL_CHECK(s.mode != "cubic", name, ": mode 'cubic' has no compiled form (input ",
-                    to_string(type_of(x)), ") yet");
         // Linear: the two neighbours floor(v) and floor(v) + 1, clamped (edge), weighted by the
         // fraction of v.
         auto neighbours = [](const AxisMap& m, Expr o) {
@@ -365,6 +403,27 @@ void register_resize() {
               to_exprs(s.shape),
               [&](Var n, Var c, Var h, Var w) {
                 return x(n, c, nearest_index(s.h, s.nearest, h), nearest_index(s.w, s.nearest, w));
+              },
+              name)};
+        }
+        if (s.mode == "cubic") {
+          // Separable as linear below, with the four taps of cubic_taps along each axis.
+          std::vector<int64_t> rows_shape = {s.shape[0], s.shape[1], s.h.in, s.shape[3]};
+          te::Tensor rows = te::compute(
+              to_exprs(rows_shape),
+              [&](Var n, Var c, Var h, Var w) {
+                CubicTaps t = cubic_taps(s.w, s, w);
+                IterVar tap = te::reduce_axis(0, 4, "tap");
+                return te::sum(x(n, c, h, t.pick_index(tap->var)) * t.pick_weight(tap->var), {tap});
+              },
+              name + ".rows");
+          return std::vector<te::Tensor>{te::compute(
+              to_exprs(s.shape),
+              [&](Var n, Var c, Var h, Var w) {
+                CubicTaps t = cubic_taps(s.h, s, h);
+                Expr v = rows(n, c, t.index[0], w) * t.weight[0];
+                for (int k = 1; k < 4; ++k) v = v + rows(n, c, t.index[k], w) * t.weight[k];
+                return v;
               },
               name)};
         }

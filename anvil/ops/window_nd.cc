@@ -1,9 +1,9 @@
 // Convolutions and pools of any spatial rank: conv3d, conv1d_transpose, conv3d_transpose,
 // max_pool3d, avg_pool3d and max_pool2d_with_indices (ONNX MaxPool's second output). Each has a
-// shape rule and a naive reference (double accumulation). conv3d and the 3-D pools also have a
-// plain compiled form (one reduction per output element, schedule_reductions_x86: correct, not
-// tuned); the transposed convolutions and the pool with indices run in graph::interpret only
-// (their compute throws an error naming the op and the input). The 2-D
+// shape rule and a naive reference (double accumulation). The convolutions and the 3-D pools
+// also have a plain compiled form (one reduction per output element, schedule_reductions_x86:
+// correct, not tuned); the pool with indices runs in graph::interpret only (its compute throws an
+// error naming the op and the input). The 2-D
 // (and conv1d) operators with schedules are in conv.cc and pool_norm.cc; the semantics here are
 // the same, per dimension (ONNX Conv, ConvTranspose, MaxPool, AveragePool):
 //
@@ -14,7 +14,8 @@
 //   pools:      as max_pool2d / avg_pool2d (pool_norm.cc): padding never wins a max and is
 //               counted by an average only with count_include_pad; with ceil_mode the last
 //               window must start inside the input or its left padding.
-// Floats of any width (float16/32/64) are read as doubles; max pooling also takes integers.
+// Floats of any width (float16/32/64) are read as doubles; max pooling also takes integers, the
+// convolutions int32 (their sums exact in double up to 2^53).
 #include <cmath>
 #include <limits>
 
@@ -58,8 +59,8 @@ int64_t offset(const std::vector<int64_t>& i, const std::vector<int64_t>& shape)
 [[noreturn]] void no_compiled_form(const std::string& op, const std::vector<te::Tensor>& in) {
   throw Error(str(op,
                   ": has no compiled form yet (compiled code supports 1-D, 2-D and 3-D "
-                  "convolutions and 2-D and 3-D pools, not transposed 1-D and 3-D convolutions or "
-                  "pools with indices); input x is ",
+                  "convolutions, transposed or not, and 2-D and 3-D pools, not pools with "
+                  "indices); input x is ",
                   to_string(type_of(in.at(0)))));
 }
 
@@ -98,7 +99,9 @@ Conv parse_conv(const std::string& op, size_t dims, bool transpose,
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
               ": expects 2 or 3 inputs (x, weight, bias), got ", in.size());
   for (size_t i = 0; i < in.size(); ++i) {
-    check_float(op, in[i], i == 0 ? "input x" : i == 1 ? "the weight" : "the bias");
+    // int32: ONNX's integer convolutions (ConvInteger, QLinearConv) accumulate exactly in it.
+    if (in[i].dtype != DataType::Int(32))
+      check_float(op, in[i], i == 0 ? "input x" : i == 1 ? "the weight" : "the bias");
     ANVIL_CHECK(in[i].dtype == in[0].dtype, op, ": input ", i, " is ", to_string(in[i]),
                 ", but x is ", to_string(in[0]));
   }
@@ -221,9 +224,11 @@ Expr tap_position(Expr o, Expr k, size_t d, const std::vector<int64_t>& strides,
          static_cast<int>(pad_lo[d]);
 }
 
-// The direct convolution of any spatial rank (not transposed): one reduction over the input
-// channels of the group and the window taps, padding read as zeros through clamped indices, the
-// bias added after. Unblocked and untiled (schedule_reductions_x86): correct, not fast.
+// The convolution of any spatial rank, direct or transposed (gathered: each output sums the
+// input positions whose taps land on it): one reduction over the input channels of the group
+// and the window taps, padding and positions between strides read as zeros through clamped
+// indices, the bias added after. Unblocked and untiled (schedule_reductions_x86): correct, not
+// fast.
 std::vector<te::Tensor> conv_nd_compute(const Conv& p, const std::vector<te::Tensor>& in) {
   const te::Tensor &x = in[0], &w = in[1];
   DataType t = x->dtype;
@@ -237,9 +242,21 @@ std::vector<te::Tensor> conv_nd_compute(const Conv& p, const std::vector<te::Ten
       [&](const std::vector<Var>& o) {
         Expr channel = floordiv(o[1], static_cast<int>(Og)) * static_cast<int>(Cg) + r[0]->var;
         std::vector<Expr> xi = {o[0], channel}, wi = {o[1], r[0]->var};
+        if (p.transpose) wi = {channel, floormod(o[1], static_cast<int>(Og))};
         Expr inside = make_bool(true);
         for (size_t d = 0; d < p.dims; ++d) {
-          Expr pos = tap_position(o[d + 2], r[d + 1]->var, d, p.strides, p.dilations, p.pad_lo);
+          Expr pos;
+          if (p.transpose) {
+            // The input position i with i * s - pad_lo + k * d == o: a tap reads only where the
+            // stride divides the distance.
+            Expr num = o[d + 2] + static_cast<int>(p.pad_lo[d]) -
+                       r[d + 1]->var * static_cast<int>(p.dilations[d]);
+            int s = static_cast<int>(p.strides[d]);
+            if (s > 1) inside = inside && floormod(num, s) == 0;
+            pos = s > 1 ? floordiv(num, s) : num;
+          } else {
+            pos = tap_position(o[d + 2], r[d + 1]->var, d, p.strides, p.dilations, p.pad_lo);
+          }
           inside = inside && pos >= 0 && pos < static_cast<int>(p.in[d]);
           xi.push_back(min(max(pos, 0), static_cast<int>(p.in[d] - 1)));
           wi.push_back(r[d + 1]->var);
@@ -270,7 +287,6 @@ void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
   };
   def.compute = [=](const std::vector<te::Tensor>& in,
                     const Attrs& attrs) -> std::vector<te::Tensor> {
-    if (transpose) no_compiled_form(name, in);
     return conv_nd_compute(parse_conv(name, dims, transpose, in_types(in), attrs), in);
   };
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,

@@ -291,6 +291,45 @@ TEST(Elementwise, NarrowUnsignedAndDoubleTypes) {
   binary("pow", f64, 0.1, 3);
 }
 
+TEST(Elementwise, BitShift) {
+  // Random shifts of random values of each unsigned width, then the edges: shifts by 0, by
+  // width - 1 and by the width or more (0), against the reference's C shifts.
+  const DataType u64 = DataType::UInt(64);
+  for (DataType t : {DataType::UInt(8), DataType::UInt(16), DataType::UInt(32), u64}) {
+    for (const char* direction : {"left", "right"}) {
+      SCOPED_TRACE(t.to_string() + " " + direction);
+      Attrs a("bit_shift", {{"direction", std::string(direction)}});
+      CheckOptions opt;
+      opt.lo = 0;
+      opt.hi = static_cast<double>(t.bits() - 1);
+      opt.gpu = false;
+      check_op("bit_shift", {{{4, 33}, t}, {{33}, t}}, a, opt);
+      opt.inputs = {array_of(std::vector<uint64_t>{1, 3, 255, 12345, 7, 1, 0, 9}, u64),
+                    array_of(std::vector<uint64_t>{0, 1, 7, 3, static_cast<uint64_t>(t.bits()),
+                                                   static_cast<uint64_t>(t.bits()) + 5, 2, 63},
+                             u64)};
+      if (t != u64) {
+        for (auto& in : opt.inputs)
+          in = lookup("cast").reference({in}, Attrs("cast", {{"to", t.to_string()}}))[0];
+      }
+      check_op("bit_shift", {{{8}, t}, {{8}, t}}, a, opt);
+    }
+  }
+  std::vector<runtime::NDArray> want =
+      lookup("bit_shift")
+          .reference({array_of(std::vector<uint64_t>{3, 3, 1}, u64),
+                      array_of(std::vector<uint64_t>{2, 64, 63}, u64)},
+                     Attrs("bit_shift", {{"direction", std::string("left")}}));
+  EXPECT_EQ(testing::read<uint64_t>(want[0]), (std::vector<uint64_t>{12, 0, uint64_t{1} << 63}));
+  std::string msg = testing::user_error([] {
+    lookup("bit_shift")
+        .infer({{{2}, i32}, {{2}, i32}}, Attrs("bit_shift", {{"direction", std::string("left")}}));
+  });
+  EXPECT_NE(msg.find("bit_shift: inputs are int32; bit shifts take unsigned integers"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(Elementwise, Mod) {
   // The divisor's sign (fmod 0) or the dividend's (fmod 1); by 0 and by -1: 0.
   for (DataType t : {i32, i64, DataType::Int(8)}) {

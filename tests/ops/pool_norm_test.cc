@@ -293,6 +293,50 @@ TEST(WindowNd, Conv3dCompiled) {
   }
 }
 
+// Transposed 1-D and 3-D convolutions (gathered: an output reads the taps whose stride divides
+// its distance): strides, dilations, asymmetric pads, output padding, groups and bias.
+TEST(WindowNd, TransposedConv1dAnd3dCompiled) {
+  using V = std::vector<int64_t>;
+  struct Case {
+    const char* op;
+    V x, w;
+    bool bias;
+    V strides, dilations, pads, output_padding;
+    int64_t group;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"conv1d_transpose", {1, 1, 3}, {1, 2, 3}, false, {1}, {1}, {0, 0}, {0}, 1},
+           {"conv1d_transpose", {2, 4, 7}, {4, 3, 4}, true, {3}, {2}, {1, 2}, {1}, 2},
+           {"conv3d_transpose",
+            {1, 2, 3, 4, 3},
+            {2, 3, 2, 3, 2},
+            true,
+            {2, 1, 3},
+            {1, 2, 1},
+            {1, 0, 0, 0, 1, 1},
+            {1, 0, 2},
+            1},
+           {"conv3d_transpose",
+            {1, 4, 2, 3, 3},
+            {4, 1, 3, 2, 2},
+            false,
+            {1, 2, 2},
+            {1, 1, 2},
+            {0, 1, 1, 2, 0, 0},
+            {0, 1, 1},
+            4}}) {
+    SCOPED_TRACE(c.op);
+    std::vector<TensorType> in = {{c.x, f32}, {c.w, f32}};
+    if (c.bias) in.push_back({{c.w[1] * c.group}, f32});
+    check_op(c.op, in,
+             Attrs(c.op, {{"strides", c.strides},
+                          {"dilations", c.dilations},
+                          {"pads", c.pads},
+                          {"output_padding", c.output_padding},
+                          {"group", c.group}}));
+  }
+}
+
 TEST(WindowNd, Pool3dCompiled) {
   using V = std::vector<int64_t>;
   for (const char* op : {"max_pool3d", "avg_pool3d"}) {

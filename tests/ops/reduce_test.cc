@@ -131,6 +131,26 @@ TEST(Reduce, Float64) {
   }
 }
 
+// int32 and int64 sums, products and extremes: exact, against the references (the mean takes
+// floats only).
+TEST(Reduce, Integers) {
+  for (const std::string& op : kReduceOps) {
+    if (op == "reduce_mean") continue;
+    for (DataType t : {DataType::Int32(), DataType::Int64()}) {
+      SCOPED_TRACE(op + " " + t.to_string());
+      CheckOptions options;
+      options.tol = 0;
+      options.gpu = false;
+      options.lo = op == "reduce_prod" ? -1 : -1000;  // products of {-1, 0, 1} stay small
+      options.hi = op == "reduce_prod" ? 1 : 1000;
+      for (const auto& [shape, axes] :
+           std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+               {{5, 67}, {1}}, {{67, 5}, {0}}, {{3, 9, 4}, {1}}, {{2, 3, 2}, {}}})
+        check_op(op, {{shape, t}}, reduce_attrs(op, axes, 0), options);
+    }
+  }
+}
+
 // A sum that cancels: the result is near zero, the tolerance relative to sum |x|.
 TEST(Reduce, SumToleranceIsRelativeToTheMagnitude) {
   runtime::NDArray x = runtime::NDArray::empty({4, 3001}, runtime::dl_float32());
@@ -173,9 +193,15 @@ TEST(Reduce, RejectsBadAxes) {
   EXPECT_NE(msg.find("reduce_min: attribute 'keepdims' must be 0 or 1, got 2"), std::string::npos)
       << msg;
   msg = testing::user_error([] {
-    lookup("reduce_prod").infer({{{2, 3}, DataType::Int32()}}, Attrs("reduce_prod", {}));
+    lookup("reduce_mean").infer({{{2, 3}, DataType::Int32()}}, Attrs("reduce_mean", {}));
   });
-  EXPECT_NE(msg.find("reduce_prod: input must be float16, float32 or float64, not int32"),
+  EXPECT_NE(msg.find("reduce_mean: input must be float16, float32 or float64, not int32"),
+            std::string::npos)
+      << msg;
+  msg = testing::user_error([] {
+    lookup("reduce_sum").infer({{{2, 3}, DataType::Int(16)}}, Attrs("reduce_sum", {}));
+  });
+  EXPECT_NE(msg.find("reduce_sum: input must be float16, float32 or float64, not int16"),
             std::string::npos)
       << msg;
   msg = testing::user_error([] {

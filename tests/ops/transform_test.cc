@@ -503,6 +503,46 @@ TEST(Transform, ResizeAllModes) {
   }
 }
 
+// Cubic: every coordinate mode, up and down, Keys' coefficient -0.75 without exclude_outside and
+// -0.5 with it, against the reference (double, ONNX's formulas).
+TEST(Transform, ResizeCubic) {
+  const char* coords[] = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"};
+  struct Case {
+    V in;
+    V sizes;
+    std::vector<double> scales;
+  };
+  const Case cases[] = {
+      {{1, 2, 4, 4}, {8, 8}, {}},                      // up by 2
+      {{1, 1, 4, 4}, {}, {1.0, 1.0, 0.8, 0.8}},        // down by 0.8: the ONNX tests' case
+      {{2, 1, 5, 9}, {3, 19}, {}},                     // uneven, long rows (vectorized)
+      {{1, 1, 6, 3}, {1, 5}, {}},                      // one output row
+      {{1, 1, 9, 5}, {}, {1.0, 1.0, 1.0 / 3.0, 3.0}},  // down by 3, up by 3
+  };
+  for (const Case& c : cases) {
+    for (const char* coord : coords) {
+      // Keys' -0.75 as is, -0.5 with the outside taps excluded (ONNX's test pairs them so).
+      for (auto [a, exclude] : {std::pair{-0.75, int64_t{0}}, std::pair{-0.5, int64_t{1}}}) {
+        std::map<std::string, AttrValue> attrs{
+            {"mode", std::string("cubic")},
+            {"coordinate_transformation_mode", std::string(coord)},
+            {"cubic_coeff_a", a},
+            {"exclude_outside", exclude}};
+        if (c.sizes.empty()) {
+          attrs["scales"] = c.scales;
+        } else {
+          attrs["sizes"] = c.sizes;
+        }
+        SCOPED_TRACE(std::string(coord) + " a " + std::to_string(a) + " exclude " +
+                     std::to_string(exclude) + " input " + ops::list_str(c.in));
+        CheckOptions o;
+        o.tol = 1e-5;
+        check_op("resize", {{c.in, f32}}, Attrs("resize", attrs), o);
+      }
+    }
+  }
+}
+
 // Known values: nearest half_pixel round_prefer_floor 2x2 -> 4x4 is a 2x2 block copy; linear
 // align_corners of [[0, 1], [2, 3]] to 3x3 has the midpoints.
 TEST(Transform, ResizeKnownValues) {

@@ -104,11 +104,22 @@ using MapFn = std::function<std::vector<ValueId>(Ctx&)>;
 const std::map<std::string, MapFn>& op_table();
 // The elementwise ops of op_table (ops_map_elementwise.cc).
 void add_elementwise_ops(std::map<std::string, MapFn>& table);
+// The explicit pads (begin..., end...) of a convolution or pooling window from the node's
+// auto_pad and pads (ops_map.cc); `kernel_name` names the kernel in errors.
+std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
+                                 const char* kernel_name, const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations);
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer products MatMulInteger,
+// ConvInteger, QLinearMatMul and QLinearConv (ops_map_quantize.cc).
+void add_quantize_ops(std::map<std::string, MapFn>& table);
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);
 // MeanVarianceNormalization (ops_map_norm.cc).
 std::vector<ValueId> map_mean_variance_normalization(Ctx& c);
+// LRN (ops_map_norm.cc).
+std::vector<ValueId> map_lrn(Ctx& c);
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_map_loss.cc): the loss, and for the
 // latter the log-probabilities.
 std::vector<ValueId> map_nll_loss(Ctx& c);
@@ -121,6 +132,13 @@ std::vector<ValueId> map_hardmax(Ctx& c);
 std::vector<ValueId> map_one_hot(Ctx& c);
 // Range (ops_map_compose.cc): a constant; its inputs must be known at compile time.
 std::vector<ValueId> map_range(Ctx& c);
+// Compress (ops_map_compose.cc): a gather of the slices whose condition (known at compile time)
+// is true.
+std::vector<ValueId> map_compress(Ctx& c);
+// ReverseSequence (ops_map_compose.cc): a gather_elements along the time axis.
+std::vector<ValueId> map_reverse_sequence(Ctx& c);
+// MaxUnpool (ops_map_compose.cc): a scatter_elements into zeros.
+std::vector<ValueId> map_max_unpool(Ctx& c);
 // Einsum (ops_map_einsum.cc): a batched matmul where two operands contract, else products and a
 // sum over every label.
 std::vector<ValueId> map_einsum(Ctx& c);

@@ -34,6 +34,8 @@ void check_window_attr(const char* name, const std::vector<int64_t>& v, size_t c
                 " must hold values from ", lo, " to 2^31 - 1");
 }
 
+}  // namespace
+
 // The explicit pads (begin..., end...) of a convolution or pooling window from auto_pad.
 std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
                                  const char* kernel_name, const std::vector<int64_t>& kernel,
@@ -63,6 +65,8 @@ std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
   }
   return pads;
 }
+
+namespace {
 
 Vals map_conv(Ctx& c) {
   const ops::TensorType& x = c.type(0);
@@ -258,6 +262,17 @@ Vals map_pool(Ctx& c, const std::string& op, bool is_avg) {
     return c.emit("max_pool2d_with_indices", A(a), {x}, true);
   }
   if (n == 3) return {c.emit1(is_avg ? "avg_pool3d" : "max_pool3d", A(a), {x}, true)};
+  if (!is_avg && c.type(0).dtype != DataType::Float32()) {
+    // Other types: max_pool3d over a unit depth (max_pool2d's schedules are float32).
+    std::vector<int64_t> depth = {2};
+    a["kernel_shape"] = std::vector<int64_t>{1, k[0], k[1]};
+    a["strides"] = std::vector<int64_t>{1, s[0], s[1]};
+    a["dilations"] = std::vector<int64_t>{1, d[0], d[1]};
+    a["pads"] = std::vector<int64_t>{0, p[0], p[1], 0, p[2], p[3]};
+    ValueId y = c.emit1("max_pool3d", A(a), {c.emit1("unsqueeze", A({{"axes", depth}}), {x})});
+    if (n == 1) depth = {2, 3};  // the 1-D form's unit height too
+    return {c.emit1("squeeze", A({{"axes", depth}}), {y}, true)};
+  }
   ValueId y = c.emit1(op, A(a), {x}, n == 2);
   if (n == 2) return {y};
   return {c.emit1("squeeze", A({{"axes", std::vector<int64_t>{2}}}), {y}, true)};
@@ -617,6 +632,7 @@ const std::map<std::string, MapFn>& op_table() {
   static const std::map<std::string, MapFn> table = [] {
     std::map<std::string, MapFn> t;
     add_elementwise_ops(t);
+    add_quantize_ops(t);
     t["GatherElements"] = [](Ctx& c) {
       return Vals{c.emit1("gather_elements", A({{"axis", c.attr_int("axis", 0)}}),
                           {c.in(0), c.in(1)}, true)};
@@ -674,7 +690,11 @@ const std::map<std::string, MapFn>& op_table() {
     t["OneHot"] = map_one_hot;
     t["Einsum"] = map_einsum;
     t["Range"] = map_range;
+    t["Compress"] = map_compress;
+    t["ReverseSequence"] = map_reverse_sequence;
+    t["MaxUnpool"] = map_max_unpool;
     t["MeanVarianceNormalization"] = map_mean_variance_normalization;
+    t["LRN"] = map_lrn;
     t["NegativeLogLikelihoodLoss"] = map_nll_loss;
     t["SoftmaxCrossEntropyLoss"] = map_softmax_cross_entropy_loss;
     t["Conv"] = map_conv;

@@ -1,7 +1,11 @@
 // ONNX ops that are a few library ops: CastLike (cast), DepthToSpace and SpaceToDepth (reshape,
 // transpose, reshape), Hardmax (argmax compared with the positions along the axis) and OneHot
-// (the indices compared with the positions along the new axis, then a where between the values).
+// (the indices compared with the positions along the new axis, then a where between the values),
+// Range (a constant), Compress (a gather of the slices its condition keeps), ReverseSequence (a
+// gather_elements) and MaxUnpool (a scatter_elements into zeros).
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "anvil/frontend/onnx/importer_internal.h"
 #include "anvil/ops/host_value.h"
@@ -24,6 +28,12 @@ ValueId positions(Ctx& c, int64_t n, size_t axis, size_t rank) {
   runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(ir::DataType::Int64()));
   for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = i;
   return c.constant("positions", a);
+}
+
+ValueId int64_scalar(Ctx& c, const std::string& base, int64_t v) {
+  runtime::NDArray a = runtime::NDArray::empty({}, ops::to_dlpack(ir::DataType::Int64()));
+  a.data_as<int64_t>()[0] = v;
+  return c.constant(base, a);
 }
 
 int64_t normalized_axis(int64_t axis, int64_t rank) {
@@ -167,6 +177,131 @@ std::vector<ValueId> map_range(Ctx& c) {
       ops::host::write_f64(out, k, v[0] + static_cast<double>(k) * v[2]);
   }
   return {c.constant(c.node().output(0), out)};
+}
+
+// Compress: the slices along `axis` (of the flattened input when there is none) whose condition
+// is true. The output's length is the number of true conditions, so the condition must be known
+// at compile time (a graph input is bound with --input-value); then the op is a gather.
+std::vector<ValueId> map_compress(Ctx& c) {
+  ANVIL_CHECK(c.num_in() == 2, "needs inputs input and condition, got ", c.num_in());
+  std::vector<int64_t> condition = c.ints_in(1, "condition");
+  ValueId x = c.in(0);
+  std::vector<int64_t> shape = c.type(0).shape;
+  int64_t axis = 0;
+  if (c.has_attr("axis")) {
+    axis = normalized_axis(c.attr_int("axis", 0), static_cast<int64_t>(shape.size()));
+  } else {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    x = c.emit1("reshape", A({{"shape", std::vector<int64_t>{n}}}), {x});
+    shape = {n};
+  }
+  int64_t length = shape[static_cast<size_t>(axis)];
+  ANVIL_CHECK(static_cast<int64_t>(condition.size()) <= length, "condition has ", condition.size(),
+              " values, more than the ", length, " slices of axis ", axis, " of input ",
+              ops::to_string(c.type(0)));
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < condition.size(); ++i)
+    if (condition[i]) kept.push_back(static_cast<int64_t>(i));
+  ANVIL_CHECK(!kept.empty(),
+              "the condition selects nothing: the output would be empty, which compiled code "
+              "does not support");
+  runtime::NDArray idx = runtime::NDArray::empty({static_cast<int64_t>(kept.size())},
+                                                 ops::to_dlpack(ir::DataType::Int64()));
+  std::copy(kept.begin(), kept.end(), idx.data_as<int64_t>());
+  return {c.emit1("gather", A({{"axis", axis}}), {x, c.constant("kept", idx)}, true)};
+}
+
+// ReverseSequence: along time_axis, the first sequence_lens[b] elements of each batch entry b
+// reversed and the rest kept: a gather_elements whose index is len - 1 - t where t < len, else t.
+std::vector<ValueId> map_reverse_sequence(Ctx& c) {
+  ANVIL_CHECK(c.num_in() == 2, "needs inputs input and sequence_lens, got ", c.num_in());
+  std::vector<int64_t> shape = c.type(0).shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  ANVIL_CHECK(rank >= 2, "input ", ops::to_string(c.type(0)), " must have rank 2 or more");
+  int64_t batch_axis = normalized_axis(c.attr_int("batch_axis", 1), rank);
+  int64_t time_axis = normalized_axis(c.attr_int("time_axis", 0), rank);
+  ANVIL_CHECK(batch_axis != time_axis && batch_axis < 2 && time_axis < 2,
+              "attributes 'batch_axis' and 'time_axis' must be 0 and 1 in some order, got ",
+              batch_axis, " and ", time_axis);
+  auto b = static_cast<size_t>(batch_axis), t = static_cast<size_t>(time_axis);
+  const ops::TensorType& lens = c.type(1);
+  ANVIL_CHECK(lens.shape == std::vector<int64_t>{shape[b]} && lens.dtype.is_int(), "sequence_lens ",
+              ops::to_string(lens), " must hold one integer per batch entry (", shape[b], ")");
+  std::vector<int64_t> per_batch(shape.size(), 1);
+  per_batch[b] = shape[b];
+  ValueId len = c.emit1("reshape", A({{"shape", per_batch}}), {c.in(1)});
+  if (lens.dtype != ir::DataType::Int64()) len = c.emit1("cast", A({{"to", "int64"}}), {len});
+  ValueId pos = positions(c, shape[t], t, shape.size());
+  ValueId last = c.emit1("sub", A(), {len, int64_scalar(c, "one", 1)});
+  ValueId reversed = c.emit1("sub", A(), {last, pos});
+  ValueId idx = c.emit1("where", A(), {c.emit1("less", A(), {pos, len}), reversed, pos});
+  idx = c.emit1("expand", A({{"shape", shape}}), {idx});
+  return {c.emit1("gather_elements", A({{"axis", time_axis}}), {c.in(0), idx}, true)};
+}
+
+// MaxUnpool: zeros of the output shape (from the kernel, strides and pads, or output_shape known
+// at compile time) with X's values scattered to the positions of I, MaxPool's Indices: flat
+// indices into the unpooled shape.
+std::vector<ValueId> map_max_unpool(Ctx& c) {
+  ANVIL_CHECK(c.num_in() >= 2, "needs inputs X and I, got ", c.num_in());
+  std::vector<int64_t> xs = c.type(0).shape;
+  ANVIL_CHECK(xs.size() >= 3 && c.type(1).shape == xs && c.type(1).dtype == ir::DataType::Int64(),
+              "X ", ops::to_string(c.type(0)), " must be [N, C, D1, ...] and I ",
+              ops::to_string(c.type(1)), " int64 of the same shape");
+  size_t n = xs.size() - 2;
+  // The unpooled shape from the kernel, strides and pads: I's flat indices count in it.
+  std::vector<int64_t> k = c.attr_ints("kernel_shape");
+  std::vector<int64_t> s = c.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> p = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  ANVIL_CHECK(k.size() == n && s.size() == n && p.size() == 2 * n, "attributes 'kernel_shape' (",
+              k.size(), " values), 'strides' (", s.size(), ") and 'pads' (", p.size(),
+              ") do not fit ", n, " spatial axes");
+  std::vector<int64_t> unpooled = {xs[0], xs[1]};
+  for (size_t d = 0; d < n; ++d)
+    unpooled.push_back((xs[d + 2] - 1) * s[d] + k[d] - p[d] - p[d + n]);
+  std::vector<int64_t> out = unpooled;
+  if (c.has_in(2)) {
+    out = c.ints_in(2, "output_shape");
+    ANVIL_CHECK(out.size() == xs.size() && out[0] == xs[0] && out[1] == xs[1], "output_shape ",
+                ops::list_str(out), " must keep N and C of X ", ops::to_string(c.type(0)));
+    for (size_t d = 2; d < out.size(); ++d)
+      ANVIL_CHECK(out[d] >= unpooled[d], "output_shape ", ops::list_str(out),
+                  " is smaller than the unpooled shape ", ops::list_str(unpooled));
+  }
+  int64_t total = 1, count = 1;
+  for (int64_t d : out) {
+    ANVIL_CHECK(d >= 1, "the output shape ", ops::list_str(out), " has an empty axis");
+    total *= d;
+  }
+  for (int64_t d : xs) count *= d;
+  ops::TensorType out_type{out, c.type(0).dtype};
+  c.check_size("output", out_type, true);
+  runtime::NDArray zeros = runtime::NDArray::empty({total}, ops::to_dlpack(c.type(0).dtype));
+  std::memset(zeros.data(), 0, zeros.nbytes());
+  auto flat = [&](ValueId v) {
+    return c.emit1("reshape", A({{"shape", std::vector<int64_t>{count}}}), {v});
+  };
+  ValueId idx = flat(c.in(1));
+  if (out != unpooled) {
+    // A larger output_shape keeps each index's coordinates: the flat index in the unpooled shape
+    // taken apart (innermost axis first) and put together again in the output's.
+    ValueId rest = idx, moved = -1;
+    int64_t stride = 1;
+    for (size_t d = out.size(); d-- > 2;) {
+      ValueId extent = int64_scalar(c, "extent", unpooled[d]);
+      ValueId at = c.emit1("mod", A(), {rest, extent});
+      rest = c.emit1("div", A(), {rest, extent});
+      ValueId term = c.emit1("mul", A(), {at, int64_scalar(c, "stride", stride)});
+      moved = moved < 0 ? term : c.emit1("add", A(), {moved, term});
+      stride *= out[d];
+    }
+    idx =
+        c.emit1("add", A(), {moved, c.emit1("mul", A(), {rest, int64_scalar(c, "plane", stride)})});
+  }
+  ValueId y = c.emit1("scatter_elements", A({{"axis", int64_t{0}}}),
+                      {c.constant("zeros", zeros), idx, flat(c.in(0))});
+  return {c.emit1("reshape", A({{"shape", out}}), {y}, true)};
 }
 
 }  // namespace anvil::frontend::onnx_detail

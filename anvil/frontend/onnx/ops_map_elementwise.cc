@@ -150,6 +150,11 @@ void add_elementwise_ops(std::map<std::string, MapFn>& t) {
   t["Mod"] = [](Ctx& c) {
     return Vals{c.emit1("mod", A({{"fmod", c.attr_int("fmod", 0)}}), {c.in(0), c.in(1)}, true)};
   };
+  t["BitShift"] = [](Ctx& c) {
+    std::string d = c.attr_string("direction", "");  // ONNX: "LEFT" or "RIGHT"
+    if (d == "LEFT" || d == "RIGHT") d = d == "LEFT" ? "left" : "right";
+    return Vals{c.emit1("bit_shift", A({{"direction", d}}), {c.in(0), c.in(1)}, true)};
+  };
   t["PRelu"] = [](Ctx& c) {
     // Before opset 7 a 1-D slope of C values applies per channel (dimension 1).
     ValueId slope = legacy_broadcast(c, c.in(1));

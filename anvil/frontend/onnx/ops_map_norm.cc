@@ -4,7 +4,8 @@
 // running statistics are input * momentum + batch * (1 - momentum). The variance is the
 // population variance (divided by the element count), as ONNX's reference has it.
 // MeanVarianceNormalization likewise: (X - mean) / sqrt(variance + 1e-9) over `axes`, the
-// statistics reduce_means, as ONNX's function body defines it.
+// statistics reduce_means, as ONNX's function body defines it. LRN: an average pool over the
+// channels of X^2.
 #include "anvil/frontend/onnx/importer_internal.h"
 #include "anvil/support/error.h"
 
@@ -58,6 +59,38 @@ std::vector<ValueId> map_mean_variance_normalization(Ctx& c) {
     eps = c.emit1("cast", A({{"to", c.type(0).dtype.to_string()}}), {eps});
   ValueId sd = c.emit1("sqrt", A({}), {c.emit1("add", A({}), {var, eps})});
   return {c.emit1("div", A({}), {dev, sd}, true)};
+}
+
+// LRN: X / (bias + alpha / size * (sum of X^2 over the `size` channels around each))^beta. The
+// channel window's sum is an average pool (padding counted) over [N, 1, C, rest] times size.
+std::vector<ValueId> map_lrn(Ctx& c) {
+  using AttrMap = std::map<std::string, ops::AttrValue>;
+  auto A = [](AttrMap m) { return ops::Attrs("", std::move(m)); };
+  std::vector<int64_t> xs = c.type(0).shape;
+  ANVIL_CHECK(xs.size() >= 3 && c.type(0).dtype == ir::DataType::Float32(), "input X ",
+              ops::to_string(c.type(0)), " must be float32 [N, C, D1, ...]");
+  int64_t size = c.attr_int("size", 0);
+  ANVIL_CHECK(size >= 1 && size <= 2 * xs[1] + 1, "attribute 'size' = ", size,
+              " must be in [1, 2C + 1] for ", xs[1], " channels");
+  int64_t rest = 1;
+  for (size_t d = 2; d < xs.size(); ++d) rest *= xs[d];
+  ValueId x = c.in(0);
+  ValueId sq = c.emit1("mul", A({}), {x, x});
+  sq = c.emit1("reshape", A({{"shape", std::vector<int64_t>{xs[0], 1, xs[1], rest}}}), {sq});
+  AttrMap pool{{"kernel_shape", std::vector<int64_t>{size, 1}},
+               {"strides", std::vector<int64_t>{1, 1}},
+               {"pads", std::vector<int64_t>{(size - 1) / 2, 0, size / 2, 0}},
+               {"dilations", std::vector<int64_t>{1, 1}},
+               {"ceil_mode", int64_t{0}},
+               {"count_include_pad", int64_t{1}}};
+  ValueId mean = c.emit1("avg_pool2d", A(pool), {sq});
+  mean = c.emit1("reshape", A({{"shape", xs}}), {mean});
+  // alpha / size * sum == alpha * mean.
+  ValueId alpha = c.scalar_f32("alpha", static_cast<float>(c.attr_float("alpha", 1e-4)));
+  ValueId bias = c.scalar_f32("bias", static_cast<float>(c.attr_float("bias", 1.0)));
+  ValueId beta = c.scalar_f32("beta", static_cast<float>(c.attr_float("beta", 0.75)));
+  ValueId base = c.emit1("add", A({}), {c.emit1("mul", A({}), {mean, alpha}), bias});
+  return {c.emit1("div", A({}), {x, c.emit1("pow", A({}), {base, beta})}, true)};
 }
 
 }  // namespace anvil::frontend::onnx_detail
