@@ -230,13 +230,7 @@ TEST(ZooRun, Dcgan) {
 // The large models take the naive reference convolutions 1.5 to 3.5 s each in Release, several
 // times that under the sanitizers: there they are skipped (the small ones above cover the same
 // interpreter and reference code).
-#if defined(__SANITIZE_ADDRESS__)
-#define ANVIL_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ANVIL_SANITIZED 1
-#endif
-#endif
+// (ANVIL_SANITIZED: defined for the tests of the sanitizer build, tests/CMakeLists.txt.)
 #ifdef ANVIL_SANITIZED
 #define SKIP_IF_SANITIZED() GTEST_SKIP() << "slow under the sanitizers; run in Release"
 #else
