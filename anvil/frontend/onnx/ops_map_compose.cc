@@ -225,7 +225,7 @@ std::vector<ValueId> map_reverse_sequence(Ctx& c) {
               "attributes 'batch_axis' and 'time_axis' must be 0 and 1 in some order, got ",
               batch_axis, " and ", time_axis);
   auto b = static_cast<size_t>(batch_axis), t = static_cast<size_t>(time_axis);
-  const ops::TensorType& lens = c.type(1);
+  const ops::TensorType lens = c.type(1);  // a copy: emitting grows the value table
   ANVIL_CHECK(lens.shape == std::vector<int64_t>{shape[b]} && lens.dtype.is_int(), "sequence_lens ",
               ops::to_string(lens), " must hold one integer per batch entry (", shape[b], ")");
   std::vector<int64_t> per_batch(shape.size(), 1);
