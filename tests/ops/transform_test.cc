@@ -513,12 +513,11 @@ TEST(Transform, ResizeCubic) {
     std::vector<double> scales;
   };
   const Case cases[] = {
-      {{1, 2, 4, 4}, {8, 8}, {}},                      // up by 2
       {{1, 1, 4, 4}, {}, {1.0, 1.0, 0.8, 0.8}},        // down by 0.8: the ONNX tests' case
-      {{2, 1, 5, 9}, {3, 19}, {}},                     // uneven, long rows (vectorized)
-      {{1, 1, 6, 3}, {1, 5}, {}},                      // one output row
+      {{2, 1, 5, 9}, {3, 19}, {}},                     // up and down, long rows (vectorized)
       {{1, 1, 9, 5}, {}, {1.0, 1.0, 1.0 / 3.0, 3.0}},  // down by 3, up by 3
   };
+  bool first = true;
   for (const Case& c : cases) {
     for (const char* coord : coords) {
       // Keys' -0.75 as is, -0.5 with the outside taps excluded (ONNX's test pairs them so).
@@ -537,9 +536,11 @@ TEST(Transform, ResizeCubic) {
                      std::to_string(exclude) + " input " + ops::list_str(c.in));
         CheckOptions o;
         o.tol = 1e-5;
+        o.gpu = first;  // the GPU schedule (OpenCL) on the first case's modes
         check_op("resize", {{c.in, f32}}, Attrs("resize", attrs), o);
       }
     }
+    first = false;
   }
 }
 
