@@ -53,9 +53,10 @@ DataType quantized_type(Ctx& c, int zero_point) {
   return t;
 }
 
-// round(x / scale) + zero_point, saturated to t (x and scale float32, the zero point float32).
+// round(x / scale) + zero_point, saturated to t (x, scale and zero point float32; no scale: x is
+// already scaled, -1 no zero point).
 ValueId quantize(Ctx& c, ValueId x, ValueId scale, ValueId zero_point, DataType t) {
-  ValueId q = c.emit1("round", A(), {c.emit1("div", A(), {x, scale})});
+  ValueId q = c.emit1("round", A(), {scale >= 0 ? c.emit1("div", A(), {x, scale}) : x});
   if (zero_point >= 0) q = c.emit1("add", A(), {q, zero_point});
   q = c.emit1(
       "clip",
@@ -157,21 +158,18 @@ ValueId integer_conv(Ctx& c, ValueId x, ValueId w) {
   std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads =
       window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
-  // Unit spatial dimensions in front up to three.
+  // Unit spatial dimensions in front up to three (axes 2.. of x and w).
   std::vector<int64_t> lead;
   for (size_t d = n; d < 3; ++d) {
-    lead.push_back(static_cast<int64_t>(2 + d - n));
+    lead.push_back(static_cast<int64_t>(2 + lead.size()));
     strides.insert(strides.begin(), 1);
     dil.insert(dil.begin(), 1);
-    pads.insert(pads.begin() + static_cast<int64_t>(pads.size() / 2), 0);
-    pads.insert(pads.begin(), 0);
+    pads.insert(pads.begin() + static_cast<int64_t>(pads.size() / 2), 0);  // an end
+    pads.insert(pads.begin(), 0);                                          // a begin
   }
   if (!lead.empty()) {
-    std::vector<int64_t> axes;
-    for (size_t d = 0; d < 3 - n; ++d) axes.push_back(static_cast<int64_t>(2 + d));
-    x = c.emit1("unsqueeze", A({{"axes", axes}}), {x});
-    w = c.emit1("unsqueeze", A({{"axes", axes}}), {w});
-    lead = axes;
+    x = c.emit1("unsqueeze", A({{"axes", lead}}), {x});
+    w = c.emit1("unsqueeze", A({{"axes", lead}}), {w});
   }
   ValueId y = c.emit1("conv3d",
                       A({{"strides", strides},
@@ -234,7 +232,7 @@ ValueId requantize(Ctx& c, ValueId acc, ValueId scale, int zp) {
                   ? cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {c.in(zp)}),
                          DataType::Float32())
                   : -1;
-  return quantize(c, real, c.scalar_f32("one", 1.0f), z, t);
+  return quantize(c, real, -1, z, t);
 }
 
 // QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point).
