@@ -341,7 +341,8 @@ runtime::GraphProgram CompiledGraph::make_program(const CompiledGraph& cg,
 }
 
 Graph CompiledGraph::optimize(const Graph& g, const Target& target, const BuildOptions& options) {
-  std::vector<Pass> passes = {{"simplify_inference", simplify_inference},
+  std::vector<Pass> passes = {{"widen_float16", widen_float16},
+                              {"simplify_inference", simplify_inference},
                               {"fold_constants", fold_constants}};
   // The blocked layouts and packed weights are the CPU kernels'; GPU schedules take ONNX's own
   // layout, and alter_layout only moves 3x3 convolutions to Winograd and recurrent ops to their

@@ -59,9 +59,9 @@ class CompiledGraph {
   // schedule is never taken for a refusal: it propagates.
   static CompiledGraph build(const Graph& g, const Target& target, const BuildOptions& options);
 
-  // The pass pipeline build() runs before fusion (simplify_inference, fold_constants, with
-  // options.alter_layout alter_layout and fold_constants again, CSE, dead code): the graph that
-  // graph() returns after a build, without compiling anything.
+  // The pass pipeline build() runs before fusion (widen_float16, simplify_inference,
+  // fold_constants, with options.alter_layout alter_layout and fold_constants again, CSE, dead
+  // code): the graph that graph() returns after a build, without compiling anything.
   static Graph optimize(const Graph& g, const Target& target, const BuildOptions& options);
 
   // Runs the compiled graph: one array per graph input (checked against its name, shape and

@@ -22,6 +22,12 @@ using ConfigFn = std::function<std::optional<ops::Config>(
 // conv2d / dense weights and bias; dropout and identity removed; convolution taps that read only
 // padding cut; the GELU exporters spell out (0.5 x (1 + erf(x / sqrt 2))) made one gelu.
 Graph simplify_inference(const Graph& g);
+// float16 computed in float32 by the ops that declare float16_via_float32 (convolutions, dense,
+// pooling, normalization, reductions): each such op reads float32 casts of its float16 inputs
+// (float16 constants converted here) and its outputs are cast back to float16, so the float32
+// kernels, layouts and packed weights serve it and the casts fuse into neighbouring kernels.
+// Runs first: the passes after it see float32 weights.
+Graph widen_float16(const Graph& g);
 // Dilated convolutions whose taps mostly read padding (a dilation about as large as the map) cut
 // into bands of outputs that read the same taps, where the target's balance of multiplies and
 // weight streaming says the bands cost less (CPU targets).

@@ -666,6 +666,7 @@ void register_conv(const std::string& name) {
   };
   def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,
                          const Target& target) { return conv_gpu_space(name, in, attrs, target); };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

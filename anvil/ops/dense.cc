@@ -809,6 +809,7 @@ void register_matmul_like(const std::string& name) {
     if (dot_path(p)) return dot_gpu_space(p, target);
     return gpu_tiled_space(out_shape(p), p.K, kMatmulGpuAxes, kMatmulGpuMaxKTile, target);
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

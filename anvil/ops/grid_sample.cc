@@ -256,6 +256,7 @@ void register_grid_sample_ops() {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

@@ -155,4 +155,11 @@ inline void write_f64(const runtime::NDArray& a, int64_t k, double v) {
   write_i64(a, k, f64_to_i64(v));
 }
 
+// A float tensor's values in another float type (rounded as write_f64 rounds).
+inline runtime::NDArray float_converted(const runtime::NDArray& a, ir::DataType to) {
+  runtime::NDArray out = runtime::NDArray::empty(a.shape(), to_dlpack(to));
+  for (int64_t k = 0, n = a.numel(); k < n; ++k) write_f64(out, k, read_f64(a, k));
+  return out;
+}
+
 }  // namespace anvil::ops::host

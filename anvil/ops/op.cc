@@ -7,6 +7,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/schedule_gpu.h"
 #include "anvil/support/error.h"
 
@@ -330,10 +331,60 @@ void wrap(std::function<R(Args...)>& f, const std::string& op) {
 
 }  // namespace
 
+namespace {
+
+// float16_via_float32: float16 types made float32; whether there was one.
+bool widen_types(std::vector<TensorType>& types) {
+  bool any = false;
+  for (TensorType& t : types) {
+    if (t.dtype != ir::DataType::Float(16)) continue;
+    t.dtype = ir::DataType::Float32();
+    any = true;
+  }
+  return any;
+}
+
+// infer and reference of a float16_via_float32 op: with a float16 input, the float32 rule on
+// float32 inputs, its float32 outputs float16.
+void via_float32(OpDef& def) {
+  if (def.infer) {
+    def.infer = [inner = std::move(def.infer)](const std::vector<TensorType>& in,
+                                               const Attrs& attrs) {
+      std::vector<TensorType> wide = in;
+      if (!widen_types(wide)) return inner(in, attrs);
+      std::vector<TensorType> out = inner(wide, attrs);
+      for (TensorType& t : out)
+        if (t.dtype == ir::DataType::Float32()) t.dtype = ir::DataType::Float(16);
+      return out;
+    };
+  }
+  if (def.reference) {
+    def.reference = [inner = std::move(def.reference)](const std::vector<runtime::NDArray>& in,
+                                                       const Attrs& attrs) {
+      const ir::DataType f16 = ir::DataType::Float(16), f32 = ir::DataType::Float32();
+      std::vector<runtime::NDArray> wide = in;
+      bool any = false;
+      for (runtime::NDArray& a : wide) {
+        if (from_dlpack(a.dtype()) != f16) continue;
+        a = host::float_converted(a, f32);
+        any = true;
+      }
+      if (!any) return inner(in, attrs);
+      std::vector<runtime::NDArray> out = inner(wide, attrs);
+      for (runtime::NDArray& a : out)
+        if (from_dlpack(a.dtype()) == f32) a = host::float_converted(a, f16);
+      return out;
+    };
+  }
+}
+
+}  // namespace
+
 void register_op(OpDef def) {
   ANVIL_ICHECK(!def.name.empty() && !registry().count(def.name), "operator '", def.name,
                "' registered twice");
   const std::string& op = def.name;
+  if (def.float16_via_float32) via_float32(def);
   if (def.infer) {
     // The schema first: the shape rule may rely on what it checks.
     OpDef schema;

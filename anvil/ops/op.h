@@ -140,6 +140,12 @@ struct OpDef {
   // channel, its output in that layout. Only for elementwise ops that keep the padded channels
   // finite (their inputs there are finite values, or zeros, that no consumer reads).
   bool keeps_blocked_layout = false;
+  // float16 through float32: an op whose kernels are float32 (and float64) declares that it
+  // takes float16 wherever it takes float32, computed in float32 with each float16 output rounded
+  // to nearest even. register_op makes infer and reference do so; for compiled code the graph
+  // pass widen_float16 puts the op between casts (so that the float32 kernels, blocked layouts and
+  // packed weights serve it), as CPUs without half-precision arithmetic run such models.
+  bool float16_via_float32 = false;
   // Layout: the op computing this one on a float32 4-d input in NCHW[x]c (pools: their *_nchwc
   // forms, with the same attributes), or empty.
   std::string blocked_form;

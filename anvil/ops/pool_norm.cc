@@ -394,6 +394,7 @@ void register_pool(const std::string& name, bool is_avg) {
     return pool_nchwc_space(pooled_shape(in[0].shape, a.h.out, a.w.out), a.h.kernel * a.w.kernel,
                             t);
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -478,6 +479,7 @@ void register_global_pool(const std::string& name, bool is_avg) {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -574,6 +576,7 @@ void register_batch_norm() {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -823,6 +826,7 @@ void register_layer_norm() {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -855,6 +859,7 @@ void register_instance_norm() {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

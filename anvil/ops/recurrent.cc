@@ -409,6 +409,7 @@ void register_rnn(const std::string& name) {
         }
         return v;
       };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

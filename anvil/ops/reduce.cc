@@ -461,6 +461,7 @@ void register_reduce(const std::string& name, ReduceKind kind) {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -609,6 +610,7 @@ void register_arg(const std::string& name, bool is_max) {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -748,6 +750,7 @@ void register_softmax(const std::string& name, bool log) {
   def.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
     return ConfigSpace{};
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

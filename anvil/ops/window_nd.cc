@@ -299,6 +299,7 @@ void register_conv_nd(const std::string& name, size_t dims, bool transpose) {
     for (const runtime::NDArray& a : in) types.push_back({a.shape(), from_dlpack(a.dtype())});
     return conv_reference(parse_conv(name, dims, transpose, types, attrs), in);
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 
@@ -518,6 +519,7 @@ void register_pool_nd(const std::string& name, size_t dims, bool is_avg, bool in
     return pool_reference(p, is_avg, in[0], indices,
                           indices && attrs.get_int("storage_order") == 1);
   };
+  def.float16_via_float32 = true;
   register_op(std::move(def));
 }
 

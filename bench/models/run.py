@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-# Swin-T needs ONNX ops Anvil may lack (Mod, Range, ScatterND): while it does not compile it is
-# "pending", which fails no run.
-PENDING = {"swin_t"}
+# Models not expected to compile yet: "pending" fails no run. (Swin-T was, until its ONNX ops
+# Mod, Range and ScatterND existed.)
+PENDING = set()
 
 
 def suite():
@@ -70,10 +70,15 @@ def layout_transforms(log):
     return count
 
 
-def check(a, so, d, tolerance):
-    """Runs the artifact on the reference input; returns (max relative error, error message)."""
-    out = os.path.join(d, "out")
-    r = subprocess.run([a.anvil, "run", so, "--input", "input=" + os.path.join(d, "input.npy"),
+def check(a, so, d, tolerance, suffix):
+    """Runs the artifact on the reference input (in the model's element type); returns (max
+    relative error against PyTorch's float32 output, error message)."""
+    out = os.path.join(d, "out" + suffix)
+    x = os.path.join(d, "input.npy")
+    if suffix:
+        x = os.path.join(d, "input" + suffix + ".npy")
+        np.save(x, np.load(os.path.join(d, "input.npy")).astype(a.dtype))
+    r = subprocess.run([a.anvil, "run", so, "--input", "input=" + x,
                         "--output-dir", out], capture_output=True, text=True)
     if r.returncode != 0:
         return None, "run: " + (r.stderr or r.stdout).strip()[-300:]
@@ -85,12 +90,13 @@ def check(a, so, d, tolerance):
     return err, None if err <= tolerance else f"max error {err:.2e} > {tolerance:g}"
 
 
-def bench(a, name, onnx, d):
+def bench(a, name, onnx, d, suffix):
     """anvil bench against ONNX Runtime; returns ({threads: figures}, error message)."""
-    summary = os.path.join(d, "bench.json")
+    summary = os.path.join(d, "bench" + suffix + ".json")
     if os.path.exists(summary):
         os.remove(summary)
-    log = os.path.join(d, "bench.log")
+    log = os.path.join(d, "bench" + suffix + ".log")
+    name += suffix  # the row's name: the ONNX file's
     with open(log, "w") as f:
         rc = subprocess.call([a.anvil, "bench", onnx, "--threads", a.threads, "--processes",
                               str(a.processes), "--baselines", "onnxruntime", "--strict",
@@ -115,7 +121,8 @@ def bench(a, name, onnx, d):
 def run_model(a, name):
     d = os.path.join(a.models_dir, name)
     onnx = os.path.join(d, name + ".onnx")
-    m = {"name": name, "compiles": False, "matches": False, "max_error": None,
+    suffix = "" if a.dtype == "float32" else "." + a.dtype  # the converted model's files
+    m = {"name": name, "dtype": a.dtype, "compiles": False, "matches": False, "max_error": None,
          "layout_transforms": None, "compile_s": None, "compile_peak_mib": None, "bench": {},
          "error": None, "pending": name in PENDING}
     if not os.path.exists(onnx):
@@ -123,8 +130,13 @@ def run_model(a, name):
         m["error"] = ("export: " + open(error).read().strip() if os.path.exists(error)
                       else "not exported (bench/models/export.py)")
         return m
-    so = os.path.join(d, name + ".so")
-    log = os.path.join(d, "compile.log")
+    if suffix:
+        converted = os.path.join(d, name + suffix + ".onnx")
+        cast = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cast_model.py")
+        subprocess.check_call([sys.executable, cast, onnx, converted, "--to", a.dtype])
+        onnx = converted
+    so = os.path.join(d, name + suffix + ".so")
+    log = os.path.join(d, "compile" + suffix + ".log")
     rc, seconds, peak = run_measured([a.anvil, "compile", onnx, "--strict", "-v", "-o", so], log,
                                      a.timeout)
     m["compile_s"], m["compile_peak_mib"] = round(seconds, 2), round(peak, 1)
@@ -137,11 +149,11 @@ def run_model(a, name):
     m["compiles"] = True
     m["pending"] = False  # a pending model that compiles is measured as any other
     m["layout_transforms"] = layout_transforms(log)
-    err, m["error"] = check(a, so, d, a.tolerance)
+    err, m["error"] = check(a, so, d, a.tolerance, suffix)
     m["max_error"] = err
     m["matches"] = m["error"] is None
     if m["matches"] and not a.skip_bench:
-        m["bench"], m["error"] = bench(a, name, onnx, d)
+        m["bench"], m["error"] = bench(a, name, onnx, d, suffix)
     return m
 
 
@@ -191,11 +203,17 @@ def main():
     p.add_argument("--processes", type=int, default=3,
                    help="fresh processes per side and row (the suite asks at least 3)")
     p.add_argument("--skip-bench", action="store_true", help="compile and check only")
-    p.add_argument("--tolerance", type=float, default=1e-3,
-                   help="largest max |anvil - torch| / max |torch| that matches")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "float64"],
+                   help="convert each model to this element type first (cast_model.py) and "
+                   "compare with PyTorch's float32 output")
+    p.add_argument("--tolerance", type=float,
+                   help="largest max |anvil - torch| / max |torch| that matches (default: 1e-3; "
+                   "1e-2 for float16, 1e-5 for float64)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one compile may take")
     p.add_argument("--summary-json", help="default: MODELS_DIR/summary.json")
     a = p.parse_args()
+    if a.tolerance is None:
+        a.tolerance = {"float32": 1e-3, "float16": 1e-2, "float64": 1e-5}[a.dtype]
     known = suite()
     names = a.only.split(",") if a.only else known
     unknown = [n for n in names if n not in known]
@@ -226,7 +244,8 @@ def main():
     if failed:
         print("failed: " + ", ".join(failed))
 
-    out = a.summary_json or os.path.join(a.models_dir, "summary.json")
+    suffix = "" if a.dtype == "float32" else "." + a.dtype
+    out = a.summary_json or os.path.join(a.models_dir, "summary" + suffix + ".json")
     summary = {"tolerance": a.tolerance, "processes": a.processes, "threads": threads,
                "models": models, "pending": pending, "failed": failed,
                "geomean_speedup": geomean, "excluded_from_geomean": excluded}

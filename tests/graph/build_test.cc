@@ -12,6 +12,7 @@
 
 #include "anvil/graph/interpreter.h"
 #include "anvil/models/models.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/support/error.h"
 #include "graph/passes_testing.h"
 
@@ -232,6 +233,57 @@ TEST(Build, ModelLstmLmOnScaledEmbeddings) {
     expect_close(cg.run(inputs), interpret(g, inputs),
                  "lstm_lm, embeddings x" + std::to_string(scale));
   }
+}
+
+// A float16 model (conv, relu, max pool, global average pool, dense, softmax): its convolution,
+// pools, dense and softmax run float32 kernels between casts (widen_float16), and the output stays
+// float16. Checked against the interpreter (float16 rounding after every op, as compiled) and
+// against the same graph in float32 on the same (float16) weights and input, whose difference is
+// float16's rounding of the activations alone.
+TEST(Build, Float16ModelRunsFloat32KernelsBetweenCasts) {
+  const ir::DataType f16 = ir::DataType::Float(16);
+  auto half = [&](const runtime::NDArray& a) { return ops::host::float_converted(a, f16); };
+  auto model = [&](ir::DataType t) {
+    auto as_t = [&](const runtime::NDArray& a) {
+      return t == f16 ? half(a) : ops::host::float_converted(half(a), f32);
+    };
+    Graph g;
+    ValueId x = g.add_input("x", {{1, 4, 12, 12}, t});
+    ValueId w = g.add_constant("w", as_t(random_array({8, 4, 3, 3}, 1)));
+    ValueId b = g.add_constant("b", as_t(random_array({8}, 2)));
+    Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+    ValueId r = g.add("relu", "relu", Attrs(), {g.add("conv", "conv2d", pads, {x, w, b})});
+    Attrs pool("max_pool2d", {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                              {"strides", std::vector<int64_t>{2, 2}}});
+    ValueId gp =
+        g.add("gap", "global_avg_pool2d", Attrs(), {g.add("pool", "max_pool2d", pool, {r})});
+    ValueId flat =
+        g.add("flat", "reshape", Attrs("reshape", {{"shape", std::vector<int64_t>{1, 8}}}), {gp});
+    ValueId d = g.add("fc", "dense", Attrs(),
+                      {flat, g.add_constant("w2", as_t(random_array({5, 8}, 3, -4.0f, 4.0f)))});
+    g.add_output(g.add("softmax", "softmax", Attrs(), {d}));
+    return g;
+  };
+  Graph g = model(f16);
+  Graph opt = CompiledGraph::optimize(g, Target::host(), BuildOptions());
+  for (const Node& n : opt.nodes()) {
+    if (n.op == "cast" || n.op == "relu" || n.op == "reshape") continue;
+    for (ValueId v : n.inputs)
+      EXPECT_NE(opt.value(v).type.dtype, f16) << n.name << " (" << n.op << ")";
+  }
+  runtime::NDArray x = random_array({1, 4, 12, 12}, 4);
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  std::vector<runtime::NDArray> got = cg.run({half(x)});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(ops::from_dlpack(got[0].dtype()), f16);
+  auto as_f32 = [](std::vector<runtime::NDArray> v) {
+    for (runtime::NDArray& a : v) a = ops::host::float_converted(a, f32);
+    return v;
+  };
+  // A softmax near 0.2: a float16 ulp is 1/8192 there.
+  expect_close(as_f32(got), as_f32(interpret(g, {half(x)})), "float16, interpreted", 4e-3);
+  expect_close(as_f32(got), evaluate(model(f32), {ops::host::float_converted(half(x), f32)}),
+               "float16 against float32", 1e-2);
 }
 
 TEST(Build, InputErrorsAndConcurrentRuns) {
