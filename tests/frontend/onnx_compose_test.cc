@@ -1,9 +1,10 @@
 // ONNX operators the importer composes from library ops (LRN, ReverseSequence, MaxUnpool,
-// Compress): small models compiled for the host and interpreted, each checked against the ONNX
-// formula evaluated here by plain loops; operands the output shape depends on must be known at
-// compile time, and a missing one is an error that says how to bind it.
+// Compress, DFT, STFT, RNN, Det): small models compiled for the host and interpreted, each checked
+// against the ONNX formula evaluated here by plain loops; operands the output shape depends on must
+// be known at compile time, and a missing one is an error that says how to bind it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -189,6 +190,246 @@ TEST(OnnxCompose, CompressNeedsItsConditionAtCompileTime) {
         }
       },
       options);
+}
+
+// max |got - want| <= tol * max |want| over every element.
+void expect_near_all(const NDArray& got, const std::vector<double>& want, double tol = 1e-4) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+  double top = 0, err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    top = std::max(top, std::abs(want[i]));
+    err = std::max(err, std::abs(got.data_as<float>()[i] - want[i]));
+  }
+  EXPECT_GT(top, 0.0);
+  EXPECT_LE(err, tol * top) << "max |want| " << top;
+}
+
+// The DFT of rows of x ([rows, n_in, parts], parts 1 real or 2 complex) over n points (cut or
+// zero-padded), the first k frequencies: [rows, k, 2], in double precision.
+std::vector<double> naive_dft(const NDArray& x, int64_t rows, int64_t n_in, int64_t parts,
+                              int64_t n, int64_t k, bool inverse) {
+  std::vector<double> y;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t f = 0; f < k; ++f) {
+      double re = 0, im = 0;
+      for (int64_t j = 0; j < std::min(n, n_in); ++j) {
+        double t = (inverse ? 2 : -2) * M_PI * static_cast<double>(j * f) / static_cast<double>(n);
+        const float* v = x.data_as<float>() + (r * n_in + j) * parts;
+        double a = v[0], b = parts == 2 ? v[1] : 0.0;
+        re += a * std::cos(t) - b * std::sin(t);
+        im += a * std::sin(t) + b * std::cos(t);
+      }
+      y.push_back(inverse ? re / static_cast<double>(n) : re);
+      y.push_back(inverse ? im / static_cast<double>(n) : im);
+    }
+  }
+  return y;
+}
+
+// DFT on the signal axis of [rows, n, 1 or 2]: real and complex, forward and inverse, onesided,
+// and a dft_length that pads with zeros or cuts.
+TEST(OnnxCompose, DftMatchesTheSum) {
+  struct Case {
+    int64_t n_in, parts, length;  // length 0: the axis's
+    bool inverse, onesided;
+  };
+  for (const Case& k : {Case{6, 1, 0, false, false}, Case{5, 2, 0, true, false},
+                        Case{7, 1, 10, false, true}, Case{9, 2, 4, false, false}}) {
+    SCOPED_TRACE("n " + std::to_string(k.n_in) + " parts " + std::to_string(k.parts) + " length " +
+                 std::to_string(k.length));
+    const V shape = {3, k.n_in, k.parts};
+    OnnxModel m(17);
+    m.input("x", shape);
+    std::vector<std::string> ins = {"x"};
+    if (k.length) {
+      m.init_ints("len", {}, {k.length});
+      ins.push_back("len");
+    }
+    m.output("y");
+    ::onnx::NodeProto& n = m.node("DFT", ins, {"y"}, "dft");
+    OnnxModel::attr(n, "inverse", int64_t{k.inverse});
+    OnnxModel::attr(n, "onesided", int64_t{k.onesided});
+    int64_t points = k.length ? k.length : k.n_in, freqs = k.onesided ? points / 2 + 1 : points;
+    NDArray x = random_floats(shape, 7);
+    std::vector<double> want = naive_dft(x, 3, k.n_in, k.parts, points, freqs, k.inverse);
+    run_both(m, {x}, [&](const NDArray& y) {
+      ASSERT_EQ(y.shape(), (V{3, freqs, 2}));
+      expect_near_all(y, want);
+    });
+  }
+}
+
+// STFT: windowed frames every frame_step samples, each transformed (onesided).
+TEST(OnnxCompose, StftTransformsWindowedFrames) {
+  const int64_t length = 23, step = 4, frame = 8, frames = (length - frame) / step + 1;
+  OnnxModel m(17);
+  m.input("signal", {2, length, 1});
+  m.init_ints("step", {}, {step});
+  m.input("window", {frame});
+  m.output("y");
+  m.node("STFT", {"signal", "step", "window"}, {"y"}, "stft");
+  NDArray x = random_floats({2, length, 1}, 8), w = random_floats({frame}, 9);
+  NDArray framed = NDArray::empty({2 * frames, frame, 1}, runtime::dl_float32());
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t j = 0; j < frame; ++j)
+        framed.data_as<float>()[(b * frames + f) * frame + j] =
+            x.data_as<float>()[b * length + f * step + j] * w.data_as<float>()[j];
+  std::vector<double> want = naive_dft(framed, 2 * frames, frame, 1, frame, frame / 2 + 1, false);
+  run_both(m, {x, w}, [&](const NDArray& y) {
+    ASSERT_EQ(y.shape(), (V{2, frames, frame / 2 + 1, 2}));
+    expect_near_all(y, want);
+  });
+}
+
+// RNN, bidirectional with biases, an initial state, clip and a Relu forward / Tanh reverse, in
+// both layouts: Y and Y_h against the recurrence run here.
+TEST(OnnxCompose, RnnBidirectionalMatchesTheRecurrence) {
+  const int64_t T = 4, B = 2, I = 3, H = 5;
+  const double clip = 1.5;
+  NDArray x = random_floats({T, B, I}, 10), w = random_floats({2, H, I}, 11),
+          r = random_floats({2, H, H}, 12), bias = random_floats({2, 2 * H}, 13),
+          h0 = random_floats({2, B, H}, 14);
+  auto f = [](const NDArray& a, int64_t i) { return static_cast<double>(a.data_as<float>()[i]); };
+  // want_y [T, 2, B, H], want_h [2, B, H]
+  std::vector<double> want_y(static_cast<size_t>(T * 2 * B * H)),
+      want_h(static_cast<size_t>(2 * B * H));
+  for (int64_t d = 0; d < 2; ++d) {
+    std::vector<double> h(static_cast<size_t>(B * H));
+    for (int64_t i = 0; i < B * H; ++i) h[static_cast<size_t>(i)] = f(h0, d * B * H + i);
+    for (int64_t s = 0; s < T; ++s) {
+      int64_t t = d == 0 ? s : T - 1 - s;
+      std::vector<double> next(h.size());
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t o = 0; o < H; ++o) {
+          double v = f(bias, d * 2 * H + o) + f(bias, d * 2 * H + H + o);
+          for (int64_t i = 0; i < I; ++i)
+            v += f(x, (t * B + b) * I + i) * f(w, (d * H + o) * I + i);
+          for (int64_t j = 0; j < H; ++j)
+            v += h[static_cast<size_t>(b * H + j)] * f(r, (d * H + o) * H + j);
+          v = std::clamp(v, -clip, clip);
+          next[static_cast<size_t>(b * H + o)] = d == 0 ? std::max(v, 0.0) : std::tanh(v);
+        }
+      }
+      h = next;
+      for (int64_t i = 0; i < B * H; ++i)
+        want_y[static_cast<size_t>((t * 2 + d) * B * H + i)] = h[static_cast<size_t>(i)];
+    }
+    for (int64_t i = 0; i < B * H; ++i)
+      want_h[static_cast<size_t>(d * B * H + i)] = h[static_cast<size_t>(i)];
+  }
+  for (int64_t layout : {0, 1}) {
+    SCOPED_TRACE("layout " + std::to_string(layout));
+    auto batch_major = [&](const NDArray& a, V shape) {  // swaps axes 0 and 1 of a 3-D array
+      NDArray b = NDArray::empty({shape[1], shape[0], shape[2]}, runtime::dl_float32());
+      for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j)
+          for (int64_t k = 0; k < shape[2]; ++k)
+            b.data_as<float>()[(j * shape[0] + i) * shape[2] + k] =
+                a.data_as<float>()[(i * shape[1] + j) * shape[2] + k];
+      return b;
+    };
+    OnnxModel m(14);
+    m.input("x", layout ? V{B, T, I} : V{T, B, I});
+    m.input("w", {2, H, I});
+    m.input("r", {2, H, H});
+    m.input("b", {2, 2 * H});
+    m.input("h0", layout ? V{B, 2, H} : V{2, B, H});
+    m.output("y");
+    m.output("yh");
+    ::onnx::NodeProto& n = m.node("RNN", {"x", "w", "r", "b", "", "h0"}, {"y", "yh"}, "rnn");
+    OnnxModel::attr(n, "hidden_size", H);
+    OnnxModel::attr(n, "layout", layout);
+    OnnxModel::attr_f(n, "clip", static_cast<float>(clip));
+    auto* dir = n.add_attribute();
+    dir->set_name("direction");
+    dir->set_type(::onnx::AttributeProto::STRING);
+    dir->set_s("bidirectional");
+    auto* acts = n.add_attribute();
+    acts->set_name("activations");
+    acts->set_type(::onnx::AttributeProto::STRINGS);
+    acts->add_strings("Relu");
+    acts->add_strings("Tanh");
+    std::vector<NDArray> in = {layout ? batch_major(x, {T, B, I}) : x, w, r, bias,
+                               layout ? batch_major(h0, {2, B, H}) : h0};
+    graph::Graph g = frontend::import_onnx_bytes(m.bytes());
+    graph::CompiledGraph cg = graph::CompiledGraph::build(g, Target::host(), {});
+    for (const auto& outs : {cg.run(in), graph::interpret(g, in)}) {
+      ASSERT_EQ(outs.size(), 2u);
+      if (layout == 0) {
+        ASSERT_EQ(outs[0].shape(), (V{T, 2, B, H}));
+        expect_near_all(outs[0], want_y);
+        expect_near_all(outs[1], want_h);
+        continue;
+      }
+      // Batch-major: Y [B, T, 2, H], Y_h [B, 2, H].
+      ASSERT_EQ(outs[0].shape(), (V{B, T, 2, H}));
+      std::vector<double> y(want_y.size()), yh(want_h.size());
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < 2; ++d)
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t o = 0; o < H; ++o) {
+              y[static_cast<size_t>(((b * T + t) * 2 + d) * H + o)] =
+                  want_y[static_cast<size_t>(((t * 2 + d) * B + b) * H + o)];
+              if (t == 0)
+                yh[static_cast<size_t>((b * 2 + d) * H + o)] =
+                    want_h[static_cast<size_t>((d * B + b) * H + o)];
+            }
+      expect_near_all(outs[0], y);
+      expect_near_all(outs[1], yh);
+    }
+  }
+}
+
+// Det of a batch of 3x3 and of one 4x4 matrix against Gaussian elimination with partial pivoting;
+// a 6x6 matrix is refused, naming the limit.
+TEST(OnnxCompose, DetOfSmallMatrices) {
+  for (const V& shape : {V{2, 3, 3}, V{4, 4}}) {
+    SCOPED_TRACE("shape " + std::to_string(shape.size()));
+    const int64_t n = shape.back(), count = shape.size() == 3 ? shape[0] : 1;
+    OnnxModel m(11);
+    m.input("x", shape);
+    m.output("y");
+    m.node("Det", {"x"}, {"y"}, "det");
+    NDArray x = random_floats(shape, 15);
+    std::vector<double> want;
+    for (int64_t k = 0; k < count; ++k) {
+      std::vector<double> a(static_cast<size_t>(n * n));
+      for (int64_t i = 0; i < n * n; ++i)
+        a[static_cast<size_t>(i)] = x.data_as<float>()[k * n * n + i];
+      double det = 1;
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t p = c;
+        for (int64_t i = c + 1; i < n; ++i)
+          if (std::abs(a[static_cast<size_t>(i * n + c)]) >
+              std::abs(a[static_cast<size_t>(p * n + c)]))
+            p = i;
+        if (p != c) {
+          for (int64_t j = 0; j < n; ++j)
+            std::swap(a[static_cast<size_t>(p * n + j)], a[static_cast<size_t>(c * n + j)]);
+          det = -det;
+        }
+        det *= a[static_cast<size_t>(c * n + c)];
+        for (int64_t i = c + 1; i < n; ++i) {
+          double l = a[static_cast<size_t>(i * n + c)] / a[static_cast<size_t>(c * n + c)];
+          for (int64_t j = c; j < n; ++j)
+            a[static_cast<size_t>(i * n + j)] -= l * a[static_cast<size_t>(c * n + j)];
+        }
+      }
+      want.push_back(det);
+    }
+    run_both(m, {x}, [&](const NDArray& y) {
+      ASSERT_EQ(y.shape(), shape.size() == 3 ? V{count} : V{});
+      expect_near_all(y, want);
+    });
+  }
+  OnnxModel big(11);
+  big.input("x", {6, 6});
+  big.output("y");
+  big.node("Det", {"x"}, {"y"}, "det");
+  std::string e = anvil::testing::user_error([&] { frontend::import_onnx_bytes(big.bytes()); });
+  EXPECT_NE(e.find("node 'det'"), std::string::npos) << e;
+  EXPECT_NE(e.find("up to 5 x 5"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -139,6 +139,12 @@ std::vector<ValueId> map_compress(Ctx& c);
 std::vector<ValueId> map_reverse_sequence(Ctx& c);
 // MaxUnpool (ops_map_compose.cc): a scatter_elements into zeros.
 std::vector<ValueId> map_max_unpool(Ctx& c);
+// DFT, STFT (products with constant cosine and sine matrices), RNN (the steps unrolled) and Det
+// (the Leibniz expansion, up to 5 x 5) (ops_map_signal.cc).
+std::vector<ValueId> map_dft(Ctx& c);
+std::vector<ValueId> map_stft(Ctx& c);
+std::vector<ValueId> map_rnn_simple(Ctx& c);
+std::vector<ValueId> map_det(Ctx& c);
 // Einsum (ops_map_einsum.cc): a batched matmul where two operands contract, else products and a
 // sum over every label.
 std::vector<ValueId> map_einsum(Ctx& c);

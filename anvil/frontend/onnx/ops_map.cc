@@ -693,6 +693,10 @@ const std::map<std::string, MapFn>& op_table() {
     t["Compress"] = map_compress;
     t["ReverseSequence"] = map_reverse_sequence;
     t["MaxUnpool"] = map_max_unpool;
+    t["DFT"] = map_dft;
+    t["STFT"] = map_stft;
+    t["RNN"] = map_rnn_simple;
+    t["Det"] = map_det;
     t["MeanVarianceNormalization"] = map_mean_variance_normalization;
     t["LRN"] = map_lrn;
     t["NegativeLogLikelihoodLoss"] = map_nll_loss;
