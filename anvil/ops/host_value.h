@@ -1,7 +1,8 @@
 // Element access for the references over every dtype they handle: float16/32/64, int8-64,
-// uint8-64 and bool. The compiled path handles fewer (float32, int32, int64, bool: see
-// `compiled_dtype`); the references read any of these as a double or an int64, compute, and
-// write back in the tensor's own type (float16 rounded to nearest even, integers wrapping).
+// uint8-64 and bool (`compiled_dtype`: elementwise and data movement compile all of them, other
+// ops fewer, each refusing the rest by name); the references read any of these as a double or an
+// int64, compute, and write back in the tensor's own type (float16 rounded to nearest even,
+// integers wrapping).
 #pragma once
 
 #include <cmath>

@@ -84,7 +84,8 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return to_string(TensorType{shape, f32}).substr(7);  // drop "float32"
 }
 
-// With `any_float`, float16 and float64 too (the reduce_* references; compiled code is float32).
+// With `any_float`, float64 too (reduce_*, compiled and referenced). float16 reaches no op of this
+// file: they declare float16_via_float32, so register_op hands them float32 instead.
 void check_input(const std::string& op, const std::vector<TensorType>& in, bool any_float = false) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
   bool ok = in[0].dtype == f32 ||

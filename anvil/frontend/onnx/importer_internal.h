@@ -110,6 +110,12 @@ std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
                                  const char* kernel_name, const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilations);
+// An int64 constant of `shape` holding `values` (ops_map_compose.cc).
+ValueId int64_constant(Ctx& c, const std::string& base, std::vector<int64_t> shape,
+                       const std::vector<int64_t>& values);
+// Attribute 'axis' as an index into `rank` dimensions (negative counts from the end); an error
+// when it is out of range (ops_map_compose.cc).
+int64_t normalized_axis(int64_t axis, int64_t rank);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer products MatMulInteger,
 // ConvInteger, QLinearMatMul and QLinearConv (ops_map_quantize.cc).
 void add_quantize_ops(std::map<std::string, MapFn>& table);

@@ -23,16 +23,23 @@ ops::Attrs A(AttrMap m = {}) {
 
 // The positions 0..n-1 along axis `axis` of a rank-`rank` int64 constant (1 elsewhere).
 ValueId positions(Ctx& c, int64_t n, size_t axis, size_t rank) {
-  std::vector<int64_t> shape(rank, 1);
+  std::vector<int64_t> shape(rank, 1), at(static_cast<size_t>(n));
   shape[axis] = n;
-  runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(ir::DataType::Int64()));
-  for (int64_t i = 0; i < n; ++i) a.data_as<int64_t>()[i] = i;
-  return c.constant("positions", a);
+  for (int64_t i = 0; i < n; ++i) at[static_cast<size_t>(i)] = i;
+  return int64_constant(c, "positions", shape, at);
 }
 
 ValueId int64_scalar(Ctx& c, const std::string& base, int64_t v) {
-  runtime::NDArray a = runtime::NDArray::empty({}, ops::to_dlpack(ir::DataType::Int64()));
-  a.data_as<int64_t>()[0] = v;
+  return int64_constant(c, base, {}, {v});
+}
+
+}  // namespace
+
+ValueId int64_constant(Ctx& c, const std::string& base, std::vector<int64_t> shape,
+                       const std::vector<int64_t>& values) {
+  runtime::NDArray a =
+      runtime::NDArray::empty(std::move(shape), ops::to_dlpack(ir::DataType::Int64()));
+  std::copy(values.begin(), values.end(), a.data_as<int64_t>());
   return c.constant(base, a);
 }
 
@@ -41,8 +48,6 @@ int64_t normalized_axis(int64_t axis, int64_t rank) {
               " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
-
-}  // namespace
 
 std::vector<ValueId> map_cast_like(Ctx& c) {
   ANVIL_CHECK(c.num_in() == 2, "needs inputs input and target_type, got ", c.num_in());

@@ -24,25 +24,11 @@ std::vector<int64_t> ints(std::initializer_list<int64_t> v) {
   return v;
 }
 
-int64_t normalized_axis(int64_t axis, int64_t rank) {
-  ANVIL_CHECK(axis >= -rank && axis < rank, "attribute 'axis' = ", axis,
-              " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
 // A float32 constant of `shape` from `values`.
 ValueId f32_constant(Ctx& c, const std::string& base, std::vector<int64_t> shape,
                      const std::vector<double>& values) {
   runtime::NDArray a = runtime::NDArray::empty(std::move(shape), runtime::dl_float32());
   for (size_t k = 0; k < values.size(); ++k) a.data_as<float>()[k] = static_cast<float>(values[k]);
-  return c.constant(base, a);
-}
-
-ValueId i64_constant(Ctx& c, const std::string& base, std::vector<int64_t> shape,
-                     const std::vector<int64_t>& values) {
-  runtime::NDArray a =
-      runtime::NDArray::empty(std::move(shape), ops::to_dlpack(ir::DataType::Int64()));
-  std::copy(values.begin(), values.end(), a.data_as<int64_t>());
   return c.constant(base, a);
 }
 
@@ -162,7 +148,7 @@ std::vector<ValueId> map_stft(Ctx& c) {
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < frame; ++j) at[static_cast<size_t>(f * frame + j)] = f * step + j;
   ValueId x = c.emit1("gather", A({{"axis", int64_t{1}}}),
-                      {c.in(0), i64_constant(c, "frame_samples", {frames, frame}, at)});
+                      {c.in(0), int64_constant(c, "frame_samples", {frames, frame}, at)});
   if (window) {
     ValueId w = c.emit1("reshape", A({{"shape", ints({1, 1, frame, 1})}}), {c.in(2)});
     x = c.emit1("mul", A(), {x, w});
@@ -286,7 +272,7 @@ std::vector<ValueId> map_det(Ctx& c) {
   ValueId x = c.emit1("reshape", A({{"shape", flat}}), {c.in(0)});
   const auto last = static_cast<int64_t>(flat.size()) - 1;
   ValueId factors =
-      c.emit1("gather", A({{"axis", last}}), {x, i64_constant(c, "det_factors", {terms, n}, at)});
+      c.emit1("gather", A({{"axis", last}}), {x, int64_constant(c, "det_factors", {terms, n}, at)});
   ValueId products =
       c.emit1("reduce_prod", A({{"axes", ints({last + 1})}, {"keepdims", int64_t{0}}}), {factors});
   ValueId signs = f32_constant(c, "det_signs", {terms}, sign);
