@@ -72,6 +72,8 @@ ValueId dft(Ctx& c, ValueId x, int64_t axis, int64_t n, bool inverse, bool onesi
   const bool complex = shape.back() == 2;
   ValueId re = part(0), im = complex ? part(1) : -1;
   const int64_t k = onesided ? n / 2 + 1 : n;
+  // Before the host tables: n x k may be beyond any memory (a fuzzed length).
+  c.check_size("DFT's cosine matrix", {{n, k}, ir::DataType::Float(64)}, false);
   // cos and sin of 2 pi (jf mod n) / n, exact at the quarter turns; sin signed for the direction
   // (forward e^-i: im gets -re sin) and both divided by n for the inverse.
   std::vector<double> cs(static_cast<size_t>(n * k)), sn(cs.size());
@@ -144,6 +146,7 @@ std::vector<ValueId> map_stft(Ctx& c) {
   const int64_t length = signal.shape[1];
   ANVIL_CHECK(frame <= length, "frame_length ", frame, " is longer than the signal (", length, ")");
   const int64_t frames = (length - frame) / step + 1;
+  c.check_size("STFT's frame positions", {{frames, frame}, ir::DataType::Int64()}, false);
   std::vector<int64_t> at(static_cast<size_t>(frames * frame));
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < frame; ++j) at[static_cast<size_t>(f * frame + j)] = f * step + j;
