@@ -195,7 +195,10 @@ class LayoutRewriter {
     const Value& x = g_.value(n.inputs[0]);
     const Value& w = g_.value(n.inputs[1]);
     const Value& y = g_.value(n.outputs[0]);
-    if (x.type.shape.size() != 4 || w.kind != ValueKind::kConstant) return false;
+    // The blocked kernels are float32 (float64 stays in NCHW, on the plain schedules).
+    if (x.type.shape.size() != 4 || x.type.dtype != ir::DataType::Float32() ||
+        w.kind != ValueKind::kConstant)
+      return false;
     if (n.inputs.size() > 2 && g_.value(n.inputs[2]).kind != ValueKind::kConstant) return false;
     ops::Window win = conv_window(n);
     int64_t group = win.group;

@@ -5,7 +5,8 @@
 // optional bias [O]. Attributes (ONNX's): strides, dilations (default 1), pads (begins then ends:
 // [top, left, bottom, right], or [left, right] for conv1d; default 0), group (default 1),
 // output_padding (conv2d_transpose only; default 0, each below its stride or dilation).
-// Depthwise is group == C (O a multiple of C). float32 only.
+// Depthwise is group == C (O a multiple of C). float32 or float64, all inputs alike (float16
+// is computed as float32: float16_via_float32).
 //
 //   conv:  out[n, o, y..] = sum_{ic, k..} P[n, g(o)*Cg + ic, y*s + k*d ..] * w[o, ic, k..] (+ b[o])
 //          where P is x zero-padded (a root stage; absent without padding), Cg = C/group and
@@ -41,6 +42,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_gpu.h"
 #include "anvil/ops/schedule_util.h"
@@ -65,6 +67,7 @@ struct ConvParams {
   int64_t N = 0, C = 0, O = 0;
   std::vector<int64_t> in, kernel, out;
   bool bias = false;
+  DataType dtype = DataType::Float32();
 };
 
 // The window attributes a convolution takes (window.h).
@@ -80,10 +83,13 @@ ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const
   size_t rank = p.dims + 2;
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
               ": expects 2 or 3 inputs (x, weight, bias), got ", in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    ANVIL_CHECK(in[i].dtype == DataType::Float32(), op, ": input ", i, " must be float32, not ",
-                to_string(in[i]));
+  ANVIL_CHECK(host::native_float(in[0].dtype), op, ": input 0 must be float32 or float64, not ",
+              to_string(in[0]));
+  for (size_t i = 1; i < in.size(); ++i) {
+    ANVIL_CHECK(in[i].dtype == in[0].dtype, op, ": input ", i, " must be ", in[0].dtype,
+                " like input 0, not ", to_string(in[i]));
   }
+  p.dtype = in[0].dtype;
   const char* layout = p.dims == 1 ? "NCW" : "NCHW";
   ANVIL_CHECK(in[0].shape.size() == rank, op, ": input x must have rank ", rank, " (", layout,
               "), got ", to_string(in[0]));
@@ -122,7 +128,7 @@ ConvParams parse(const std::string& op, const std::vector<TensorType>& in, const
   }
   if (in.size() == 3) {
     p.bias = true;
-    ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.O}, op, ": bias must be float32[", p.O,
+    ANVIL_CHECK(in[2].shape == std::vector<int64_t>{p.O}, op, ": bias must be ", p.dtype, "[", p.O,
                 "] (one per output channel), got ", to_string(in[2]));
   }
   static const char* names[] = {"height", "width"};
@@ -156,7 +162,7 @@ std::vector<int64_t> out_shape(const ConvParams& p) {
 std::vector<TensorType> infer_types(const std::vector<TensorType>& in, const Attrs& attrs,
                                     const std::string& op) {
   ConvParams p = parse(op, in, attrs);
-  return {{out_shape(p), DataType::Float32()}};
+  return {{out_shape(p), p.dtype}};
 }
 
 // ---- compute
@@ -206,7 +212,7 @@ te::Tensor subpixel_compute(const std::string& op, const ConvParams& p, const te
           cond = cond.defined() ? (cond && c) : c;
           idx.push_back(clamp_index(r, p.in[d]));
         }
-        return select(cond, x(idx), 0.0f);
+        return select(cond, x(idx), make_zero(x->dtype));
       },
       op + ".phased");
   IterVar ic = te::reduce_axis(static_cast<int>(p.C), "ic");
@@ -236,7 +242,8 @@ te::Tensor subpixel_compute(const std::string& op, const ConvParams& p, const te
           widx.push_back(clamp_index(k, p.kernel[d]));
         }
         Expr product = src(sidx) * w(widx);
-        return te::sum(valid.defined() ? select(valid, product, 0.0f) : product, raxes);
+        return te::sum(
+            valid.defined() ? select(valid, product, make_zero(product.type())) : product, raxes);
       },
       p.bias ? op + ".acc" : op);
 }
@@ -286,7 +293,7 @@ std::vector<te::Tensor> conv_compute(const std::string& op, const std::vector<te
             cond = cond.defined() ? (cond && c) : c;
             idx.push_back(clamp_index(q, p.in[d]));
           }
-          return select(cond, x(idx), 0.0f);
+          return select(cond, x(idx), make_zero(x->dtype));
         },
         op + ".dilated");
     src_stride.assign(D, 1);
@@ -325,7 +332,7 @@ std::vector<te::Tensor> conv_compute(const std::string& op, const std::vector<te
               if (c.defined()) cond = cond.defined() ? (cond && c) : c;
               idx.push_back(c.defined() ? clamp_index(r, p.in[d]) : r);
             }
-            return cond.defined() ? select(cond, x(idx), 0.0f) : x(idx);
+            return cond.defined() ? select(cond, x(idx), make_zero(x->dtype)) : x(idx);
           },
           op + ".pad");
     } else {
@@ -390,7 +397,7 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
                                              const std::vector<runtime::NDArray>& in,
                                              const Attrs& attrs) {
   std::vector<TensorType> types;
-  for (const runtime::NDArray& a : in) types.push_back({a.shape(), DataType::Float32()});
+  for (const runtime::NDArray& a : in) types.push_back({a.shape(), from_dlpack(a.dtype())});
   ConvParams p = parse(op, types, attrs);
   // Treat conv1d as conv2d with height 1.
   auto sp = [&](const std::vector<int64_t>& v, int64_t one) {
@@ -399,9 +406,8 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
   std::vector<int64_t> I = sp(p.in, 1), K = sp(p.kernel, 1), Y = sp(p.out, 1), S = sp(p.strides, 1),
                        Dl = sp(p.dilations, 1), PL = sp(p.pad_lo, 0);
   int64_t Cg = p.C / p.group, Og = p.O / p.group;
-  const float* x = in[0].data_as<float>();
-  const float* w = in[1].data_as<float>();
-  const float* b = p.bias ? in[2].data_as<float>() : nullptr;
+  const std::vector<double> x = host::read_all_f64(in[0]), w = host::read_all_f64(in[1]);
+  const std::vector<double> b = p.bias ? host::read_all_f64(in[2]) : std::vector<double>{};
   std::vector<double> acc(static_cast<size_t>(p.N * p.O * Y[0] * Y[1]), 0.0);
   auto at = [&](int64_t n, int64_t o, int64_t y, int64_t xx) -> double& {
     return acc[static_cast<size_t>(((n * p.O + o) * Y[0] + y) * Y[1] + xx)];
@@ -414,8 +420,9 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
           int64_t c = g * Cg + cj;
           for (int64_t ky = 0; ky < K[0]; ++ky) {
             for (int64_t kx = 0; kx < K[1]; ++kx) {
-              double wv = p.transpose ? w[((c * Og + oj) * K[0] + ky) * K[1] + kx]
-                                      : w[((o * Cg + cj) * K[0] + ky) * K[1] + kx];
+              int64_t wi = p.transpose ? ((c * Og + oj) * K[0] + ky) * K[1] + kx
+                                       : ((o * Cg + cj) * K[0] + ky) * K[1] + kx;
+              double wv = w[static_cast<size_t>(wi)];
               if (!p.transpose) {
                 for (int64_t y = 0; y < Y[0]; ++y) {
                   int64_t iy = y * S[0] + ky * Dl[0] - PL[0];
@@ -423,7 +430,8 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
                   for (int64_t xo = 0; xo < Y[1]; ++xo) {
                     int64_t ix = xo * S[1] + kx * Dl[1] - PL[1];
                     if (ix < 0 || ix >= I[1]) continue;
-                    at(n, o, y, xo) += wv * x[((n * p.C + c) * I[0] + iy) * I[1] + ix];
+                    at(n, o, y, xo) +=
+                        wv * x[static_cast<size_t>(((n * p.C + c) * I[0] + iy) * I[1] + ix)];
                   }
                 }
               } else {
@@ -434,7 +442,8 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
                   for (int64_t ix = 0; ix < I[1]; ++ix) {
                     int64_t xo = ix * S[1] - PL[1] + kx * Dl[1];
                     if (xo < 0 || xo >= Y[1]) continue;
-                    at(n, o, y, xo) += wv * x[((n * p.C + c) * I[0] + iy) * I[1] + ix];
+                    at(n, o, y, xo) +=
+                        wv * x[static_cast<size_t>(((n * p.C + c) * I[0] + iy) * I[1] + ix)];
                   }
                 }
               }
@@ -444,14 +453,12 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
       }
     }
   }
-  runtime::NDArray out = runtime::NDArray::empty(out_shape(p), runtime::dl_float32());
   int64_t plane = Y[0] * Y[1];
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    double v = acc[static_cast<size_t>(i)];
-    if (b) v += b[(i / plane) % p.O];
-    out.data_as<float>()[i] = static_cast<float>(v);
+  if (p.bias) {
+    for (size_t i = 0; i < acc.size(); ++i)
+      acc[i] += b[static_cast<size_t>((static_cast<int64_t>(i) / plane) % p.O)];
   }
-  return {out};
+  return {host::from_all_f64(out_shape(p), p.dtype, acc)};
 }
 
 // ---- schedule
@@ -489,7 +496,7 @@ ConvKnobs default_knobs(int64_t O, int64_t OW, int64_t ic, int64_t kw, int64_t l
 ConfigSpace conv_space(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs,
                        const Target& target) {
   ConvParams p = parse(op, in, attrs);
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(p.dtype.bits());
   ConvKnobs d = default_knobs(p.O, p.out.back(), p.C / p.group, p.kernel.back(), lanes);
   auto with_default = [](int64_t def, std::vector<int64_t> others, int64_t limit) {
     std::vector<int64_t> v = {def};
@@ -534,7 +541,7 @@ void conv_schedule(const std::string& op, te::Schedule& s, const std::vector<te:
     st.parallel(f);
   }
 
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(out->dtype.bits());
   // Shape facts from the output tensor (inputs may come in any order after fusion).
   std::vector<int64_t> oshape = shape_of(out);
   int64_t O = oshape[1], OW = oshape.back();

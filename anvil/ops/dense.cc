@@ -76,6 +76,7 @@
 #include "anvil/ir/op.h"
 #include "anvil/ir/visitor.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/host_value.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/recurrent_dense.h"
 #include "anvil/ops/schedule_gpu.h"
@@ -108,6 +109,7 @@ struct Problem {
   bool trans_a = false, trans_b = false;
   bool bias = false;
   int64_t panel = kPanel;  // columns per panel of the packed B (dense_packed: its block nb)
+  DataType dtype = DataType::Float32();  // of every operand and the output
 };
 
 bool flag(const Attrs& attrs, const std::string&, const std::string& name) {
@@ -140,10 +142,15 @@ Problem analyze(const std::string& op, const std::vector<TensorType>& in, const 
   } else {
     ANVIL_CHECK(in.size() == 2, op, ": expects 2 inputs (A, B), got ", in.size());
   }
-  for (size_t i = 0; i < in.size(); ++i) {
-    ANVIL_CHECK(in[i].dtype == DataType::Float32(), op, ": input ", i, " must be float32, not ",
-                in[i].dtype);
+  // float32 or float64, all operands alike (float16 is computed as float32:
+  // float16_via_float32).
+  ANVIL_CHECK(host::native_float(in[0].dtype), op, ": input 0 must be float32 or float64, not ",
+              in[0].dtype);
+  for (size_t i = 1; i < in.size(); ++i) {
+    ANVIL_CHECK(in[i].dtype == in[0].dtype, op, ": input ", i, " must be ", in[0].dtype,
+                " like input 0, not ", in[i].dtype);
   }
+  p.dtype = in[0].dtype;
   const std::vector<int64_t>& a = in[0].shape;
   const std::vector<int64_t>& b = in[1].shape;
   if (op == "dense") {
@@ -285,7 +292,7 @@ std::vector<te::Tensor> matmul_compute(const std::string& op, const std::vector<
             idx.push_back(k);
             idx.push_back(nc);
           }
-          return select(n < N, B(idx), 0.0f);
+          return select(n < N, B(idx), make_zero(B->dtype));
         },
         op + "_packed");
 
@@ -334,15 +341,17 @@ std::vector<runtime::NDArray> matmul_reference(const std::string& op,
                                                const std::vector<runtime::NDArray>& in,
                                                const Attrs& attrs) {
   std::vector<TensorType> types;
-  for (const runtime::NDArray& a : in) types.push_back({a.shape(), DataType::Float32()});
+  for (const runtime::NDArray& a : in) types.push_back({a.shape(), from_dlpack(a.dtype())});
   Problem p = analyze(op, types, attrs);
   std::vector<int64_t> shape = out_shape(p);
-  runtime::NDArray out = runtime::NDArray::empty(shape, runtime::dl_float32());
   int64_t batches = 1;
   for (int64_t d : p.batch) batches *= d;
-  const float* a = in[0].data_as<float>();
-  const float* b = in[1].data_as<float>();
-  float* c = out.data_as<float>();
+  const std::vector<double> av = host::read_all_f64(in[0]), bv = host::read_all_f64(in[1]);
+  const std::vector<double> bias = p.bias ? host::read_all_f64(in[2]) : std::vector<double>{};
+  std::vector<double> cv(static_cast<size_t>(batches * p.M * p.N));
+  const double* a = av.data();
+  const double* b = bv.data();
+  double* c = cv.data();
   size_t nb = p.batch.size();
   std::vector<int64_t> coord(nb, 0);
   // Offset of a batch matrix of an operand with batch dims `own` for output batch `coord`.
@@ -354,9 +363,9 @@ std::vector<runtime::NDArray> matmul_reference(const std::string& op,
     return off;
   };
   for (int64_t bi = 0; bi < batches; ++bi) {
-    const float* ab = a + offset(p.a_batch) * p.M * p.K;
-    const float* bb = b + offset(p.b_batch) * p.K * p.N;
-    float* cb = c + bi * p.M * p.N;
+    const double* ab = a + offset(p.a_batch) * p.M * p.K;
+    const double* bb = b + offset(p.b_batch) * p.K * p.N;
+    double* cb = c + bi * p.M * p.N;
     for (int64_t m = 0; m < p.M; ++m) {
       for (int64_t n = 0; n < p.N; ++n) {
         double s = 0;
@@ -365,8 +374,8 @@ std::vector<runtime::NDArray> matmul_reference(const std::string& op,
           double y = p.trans_b ? bb[n * p.K + kk] : bb[kk * p.N + n];
           s += x * y;
         }
-        if (p.bias) s += in[2].data_as<float>()[n];
-        cb[m * p.N + n] = static_cast<float>(s);
+        if (p.bias) s += bias[static_cast<size_t>(n)];
+        cb[m * p.N + n] = s;
       }
     }
     for (int d = static_cast<int>(nb) - 1; d >= 0; --d) {
@@ -374,7 +383,7 @@ std::vector<runtime::NDArray> matmul_reference(const std::string& op,
       coord[static_cast<size_t>(d)] = 0;
     }
   }
-  return {out};
+  return {host::from_all_f64(shape, p.dtype, cv)};
 }
 
 // ---- schedule
@@ -398,7 +407,7 @@ bool fold_unit_rows(Problem& p) {
 }
 
 Tiles default_tiles(const Problem& p, const Target& target) {
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(p.dtype.bits());
   int64_t regs = target.vector_registers;
   // Tile columns come in steps that hold whole panels and whole vectors (16 for kPanel).
   int64_t step = std::lcm(p.panel, lanes);
@@ -555,6 +564,7 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   p.batch.assign(oshape.begin(), oshape.end() - 2);
   p.M = oshape[nb];
   p.N = oshape[nb + 1];
+  p.dtype = out->dtype;
   // The axis the tile's rows come from: m, or the last batch axis when folded.
   size_t row = nb;
   if (shared_weight && fold_unit_rows(p)) row = nb - 1;
@@ -567,7 +577,7 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
   }
   Tiles d = default_tiles(p, target);
   if (f.part.get()) return schedule_dot_x86(op, s, f, p, d, config);
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(p.dtype.bits());
   int64_t bm = knob(config, "tile_m", d.bm), bn = knob(config, "tile_n", d.bn);
   int64_t ku = knob(config, "k_unroll", d.kunroll), par = knob(config, "parallel", d.parallel);
   ANVIL_CHECK(bm >= 1, op, ": knob tile_m must be >= 1, not ", bm);
@@ -648,7 +658,7 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
 
 ConfigSpace problem_space(const Problem& p, const Target& target) {
   Tiles d = default_tiles(p, target);
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(p.dtype.bits());
   auto knob_of = [](const std::string& name, int64_t def, std::vector<int64_t> more) {
     Knob k{name, {def}};
     for (int64_t v : more)
@@ -772,7 +782,7 @@ void register_matmul_like(const std::string& name) {
   def.flops = matmul_flops;
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(name, in, attrs);
-    return std::vector<TensorType>{{out_shape(p), DataType::Float32()}};
+    return std::vector<TensorType>{{out_shape(p), p.dtype}};
   };
   def.compute = [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     return matmul_compute(name, in, attrs);

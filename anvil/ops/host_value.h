@@ -5,9 +5,11 @@
 // integers wrapping).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "anvil/ir/type.h"
 #include "anvil/ops/op.h"
@@ -73,6 +75,13 @@ inline void check_compiled_dtype(const std::string& op, ir::DataType t, const ch
   ANVIL_CHECK(compiled_dtype(t), op, ": ", what, " is ", t,
               ", which compiled code does not take yet (it takes float16/32/64, int8-64, "
               "uint8-64 and bool)");
+}
+
+// The float types that the compiled arithmetic ops (convolutions, products, pools,
+// normalizations, softmax) compute in natively. float16 reaches them as float32
+// (OpDef::float16_via_float32).
+inline bool native_float(ir::DataType t) {
+  return t == ir::DataType::Float32() || t == ir::DataType::Float(64);
 }
 
 // Element k of an integer or bool tensor as an int64 (uint64 keeps its bit pattern).
@@ -154,6 +163,29 @@ inline void write_f64(const runtime::NDArray& a, int64_t k, double v) {
     return;
   }
   write_i64(a, k, f64_to_i64(v));
+}
+
+// Every element of `a` as a double, in order.
+inline std::vector<double> read_all_f64(const runtime::NDArray& a) {
+  std::vector<double> v(static_cast<size_t>(a.numel()));
+  ir::DataType t = from_dlpack(a.dtype());
+  if (t == ir::DataType::Float32()) {
+    const float* p = a.data_as<float>();
+    std::copy(p, p + v.size(), v.begin());
+  } else {
+    for (size_t k = 0; k < v.size(); ++k) v[k] = read_f64(a, static_cast<int64_t>(k));
+  }
+  return v;
+}
+
+// A new tensor of `shape` and `dtype` holding `values` (rounded as write_f64 rounds).
+inline runtime::NDArray from_all_f64(const std::vector<int64_t>& shape, ir::DataType dtype,
+                                     const std::vector<double>& values) {
+  runtime::NDArray out = runtime::NDArray::empty(shape, to_dlpack(dtype));
+  ANVIL_ICHECK(out.numel() == static_cast<int64_t>(values.size()), "from_all_f64: ", values.size(),
+               " values for ", out.numel(), " elements");
+  for (size_t k = 0; k < values.size(); ++k) write_f64(out, static_cast<int64_t>(k), values[k]);
+  return out;
 }
 
 // A float tensor's values in another float type (rounded as write_f64 rounds).

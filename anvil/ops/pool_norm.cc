@@ -1,5 +1,6 @@
 // Pooling and normalization on NCHW tensors: max_pool2d, avg_pool2d, global_max_pool2d,
-// global_avg_pool2d, batch_norm (inference), layer_norm, instance_norm.
+// global_avg_pool2d, batch_norm (inference), layer_norm, instance_norm. float32 or float64, every
+// operand alike (float16 as float32: float16_via_float32).
 //
 // The pools also run on the blocked layout NCHW[x]c (nchwc.h): max_pool2d_nchwc, avg_pool2d_nchwc,
 // global_max_pool2d_nchwc and global_avg_pool2d_nchwc take x [N, C/b, H, W, b] and give
@@ -49,9 +50,10 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Compiled code takes float32 and float64 (float16 as float32: float16_via_float32).
 void check_float_input(const std::string& op, const TensorType& t, const char* what) {
-  ANVIL_CHECK(t.dtype == DataType::Float32(), op, ": input '", what, "' must be float32, not ",
-              t.dtype);
+  ANVIL_CHECK(host::native_float(t.dtype), op, ": input '", what,
+              "' must be float32 or float64, not ", t.dtype);
 }
 
 // Work (element operations) below which a parallel loop costs more than it saves.
@@ -111,7 +113,7 @@ std::vector<int64_t> pooled_shape(const std::vector<int64_t>& x, int64_t oh, int
 PoolAttrs parse_pool(const std::string& op, const std::vector<TensorType>& in, const Attrs& attrs,
                      bool is_avg) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
-  // The references also take float16/float64 (and integers for max); compiled code float32.
+  // The references also take integers for max; compiled code float32 and float64.
   DataType t = in[0].dtype;
   ANVIL_CHECK(host::reference_dtype(t) && !t.is_bool() && (t.is_float() || !is_avg), op,
               ": input 'x' must be ", is_avg ? "a float" : "a float or integer", " tensor, not ",
@@ -161,7 +163,7 @@ void schedule_window_x86(te::Schedule& s, const te::Tensor& out, const Target& t
   std::vector<int64_t> shape = shape_of(out);
   int64_t window = 1;
   for (const IterVar& r : rax) window *= *as_const_int(r->dom.extent);
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(out->dtype.bits());
   IterVar rows = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
   if (shape[3] >= lanes) {
     auto [owo, owi] = st.split(ax[3], lanes);
@@ -223,7 +225,7 @@ std::vector<te::Tensor> pool_compute(const std::string& op, const te::Tensor& x,
     if (!is_avg) return te::max(v, {rh, rw}, cond);
     Expr count =
         dim_count(a.h, i[2], a.count_include_pad) * dim_count(a.w, i[3], a.count_include_pad);
-    Expr inv = make_const(DataType::Float32(), 1.0) / cast(DataType::Float32(), max(count, 1));
+    Expr inv = make_const(x->dtype, 1.0) / cast(x->dtype, max(count, 1));
     return te::sum(v * inv, {rh, rw}, cond);
   };
   return {te::compute(to_exprs(pooled_shape(xs, a.h.out, a.w.out)), body, op)};
@@ -442,8 +444,7 @@ void register_global_pool(const std::string& name, bool is_avg) {
       if (i.size() == 5) at.push_back(i[4]);
       Expr v = x(at);
       if (!is_avg) return te::max(v, {rh, rw});
-      return te::sum(v * make_const(DataType::Float32(), 1.0 / static_cast<double>(xs[2] * xs[3])),
-                     {rh, rw});
+      return te::sum(v * make_const(x->dtype, 1.0 / static_cast<double>(xs[2] * xs[3])), {rh, rw});
     };
     return std::vector<te::Tensor>{te::compute(to_exprs(pooled_shape(xs, 1, 1)), body, name)};
   };
@@ -451,20 +452,19 @@ void register_global_pool(const std::string& name, bool is_avg) {
   def.reference = [is_avg](const std::vector<runtime::NDArray>& in, const Attrs&) {
     const std::vector<int64_t>& xs = in[0].shape();
     int64_t B = xs.size() == 5 ? xs[4] : 1;
-    runtime::NDArray out = runtime::NDArray::empty(pooled_shape(xs, 1, 1), runtime::dl_float32());
+    runtime::NDArray out = runtime::NDArray::empty(pooled_shape(xs, 1, 1), in[0].dtype());
     int64_t plane = xs[2] * xs[3];
     for (int64_t p = 0; p < xs[0] * xs[1] * B; ++p) {
       double best = -std::numeric_limits<double>::infinity(), total = 0;
       bool nan = false;
       for (int64_t i = 0; i < plane; ++i) {
-        double v = in[0].data_as<float>()[(p / B * plane + i) * B + p % B];
+        double v = host::read_f64(in[0], (p / B * plane + i) * B + p % B);
         nan = nan || std::isnan(v);
         best = std::max(best, v);
         total += v;
       }
       double r = is_avg ? total / static_cast<double>(plane) : best;
-      out.data_as<float>()[p] =
-          nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(r);
+      host::write_f64(out, p, nan ? std::numeric_limits<double>::quiet_NaN() : r);
     }
     return std::vector<runtime::NDArray>{out};
   };
@@ -510,7 +510,8 @@ double epsilon_of(const std::string&, const Attrs& attrs) {
 // Checks that input `i` (named `what`) of `op` has exactly `shape`.
 void check_param(const std::string& op, const std::vector<TensorType>& in, size_t i,
                  const char* what, const std::vector<int64_t>& shape, const std::string& why) {
-  check_float_input(op, in[i], what);
+  ANVIL_CHECK(in[i].dtype == in[0].dtype, op, ": input '", what, "' must be ", in[0].dtype,
+              " like input 'x', not ", in[i].dtype);
   ANVIL_CHECK(in[i].shape == shape, op, ": input '", what, "' has shape ", shape_str(in[i].shape),
               ", expected ", shape_str(shape), " (", why, ")");
 }
@@ -544,7 +545,7 @@ void register_batch_norm() {
   def.compute = [name](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     double eps = epsilon_of(name, attrs);
     te::Tensor x = in[0], scale = in[1], bias = in[2], mean = in[3], var = in[4];
-    Expr e = make_const(DataType::Float32(), eps);
+    Expr e = make_const(x->dtype, eps);
     return std::vector<te::Tensor>{te::compute(
         x->shape,
         [&](const std::vector<Var>& i) {
@@ -559,15 +560,12 @@ void register_batch_norm() {
     const std::vector<int64_t>& xs = in[0].shape();
     int64_t C = xs[1], inner = 1;
     for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-    runtime::NDArray out = runtime::NDArray::empty(xs, runtime::dl_float32());
+    runtime::NDArray out = runtime::NDArray::empty(xs, in[0].dtype());
     for (int64_t i = 0; i < in[0].numel(); ++i) {
       int64_t c = i / inner % C;
-      auto p = [&](int k) {
-        return static_cast<double>(in[static_cast<size_t>(k)].data_as<float>()[c]);
-      };
-      double v = in[0].data_as<float>()[i];
-      out.data_as<float>()[i] =
-          static_cast<float>((v - p(3)) / std::sqrt(p(4) + eps) * p(1) + p(2));
+      auto p = [&](int k) { return host::read_f64(in[static_cast<size_t>(k)], c); };
+      double v = host::read_f64(in[0], i);
+      host::write_f64(out, i, (v - p(3)) / std::sqrt(p(4) + eps) * p(1) + p(2));
     }
     return std::vector<runtime::NDArray>{out};
   };
@@ -599,7 +597,7 @@ te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, d
   int64_t cols = 1;
   for (size_t d = outer; d < xs.size(); ++d) cols *= xs[d];
   if (row_shape.empty()) row_shape = {1};
-  Expr inv_cols = make_const(DataType::Float32(), 1.0 / static_cast<double>(cols));
+  Expr inv_cols = make_const(x->dtype, 1.0 / static_cast<double>(cols));
   auto row_of = [&](const std::vector<Var>& i) {
     if (outer == 0) return std::vector<Expr>{Expr(0)};
     return std::vector<Expr>(i.begin(), i.begin() + static_cast<std::ptrdiff_t>(outer));
@@ -668,7 +666,7 @@ te::Tensor normalize(const std::string& op, const te::Tensor& x, size_t outer, d
         },
         op + "_var");
   }
-  Expr e = make_const(DataType::Float32(), eps);
+  Expr e = make_const(x->dtype, eps);
   return te::compute(
       x->shape,
       [&](const std::vector<Var>& i) {
@@ -708,7 +706,7 @@ void schedule_norm_x86(te::Schedule& s, const te::Tensor& out, const Target& tar
   std::vector<int64_t> shape = shape_of(out);
   int64_t rows = 1, cols = 1;
   for (size_t d = 0; d < shape.size(); ++d) (d < outer ? rows : cols) *= shape[d];
-  int64_t lanes = target.vector_lanes_f32();
+  int64_t lanes = target.vector_lanes(out->dtype.bits());
   IterVar col = ax[outer];
   for (size_t d = outer + 1; d < ax.size(); ++d) col = st.fuse(col, ax[d]);
   if (cols >= lanes) st.vectorize(st.split(col, lanes).second);
@@ -773,8 +771,11 @@ void check_instance_norm(const std::string& op, const std::vector<TensorType>& i
 runtime::NDArray normalize_reference(const std::vector<runtime::NDArray>& in, int64_t rows,
                                      int64_t cols, double eps,
                                      const std::function<int64_t(int64_t, int64_t)>& param) {
-  runtime::NDArray out = runtime::NDArray::empty(in[0].shape(), runtime::dl_float32());
-  const float* x = in[0].data_as<float>();
+  const std::vector<double> xv = host::read_all_f64(in[0]), scale = host::read_all_f64(in[1]);
+  const std::vector<double> bias =
+      in.size() > 2 ? host::read_all_f64(in[2]) : std::vector<double>{};
+  const double* x = xv.data();
+  std::vector<double> out(xv.size());
   for (int64_t r = 0; r < rows; ++r) {
     double mean = 0, var = 0;
     for (int64_t j = 0; j < cols; ++j) mean += x[r * cols + j];
@@ -783,12 +784,12 @@ runtime::NDArray normalize_reference(const std::vector<runtime::NDArray>& in, in
     var /= static_cast<double>(cols);
     for (int64_t j = 0; j < cols; ++j) {
       int64_t p = param(r, j);
-      double y = (x[r * cols + j] - mean) / std::sqrt(var + eps) * in[1].data_as<float>()[p];
-      if (in.size() > 2) y += in[2].data_as<float>()[p];
-      out.data_as<float>()[r * cols + j] = static_cast<float>(y);
+      double y = (x[r * cols + j] - mean) / std::sqrt(var + eps) * scale[static_cast<size_t>(p)];
+      if (!bias.empty()) y += bias[static_cast<size_t>(p)];
+      out[static_cast<size_t>(r * cols + j)] = y;
     }
   }
-  return out;
+  return host::from_all_f64(in[0].shape(), from_dlpack(in[0].dtype()), out);
 }
 
 void register_layer_norm() {
@@ -815,7 +816,7 @@ void register_layer_norm() {
   };
   def.reference = [name](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     const std::vector<int64_t>& xs = in[0].shape();
-    int64_t axis = layer_norm_axis(name, {xs, DataType::Float32()}, attrs);
+    int64_t axis = layer_norm_axis(name, {xs, from_dlpack(in[0].dtype())}, attrs);
     int64_t rows = 1, cols = 1;
     for (size_t d = 0; d < xs.size(); ++d) (static_cast<int64_t>(d) < axis ? rows : cols) *= xs[d];
     return std::vector<runtime::NDArray>{normalize_reference(

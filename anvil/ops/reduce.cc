@@ -1,7 +1,7 @@
 // Reductions: reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod over any axes;
-// argmax/argmin along one axis; softmax and log_softmax along one axis. float32 inputs of rank 1
-// or more (the reduce_* references also take float16 and float64, accumulating in double; their
-// compute refuses them).
+// argmax/argmin along one axis; softmax and log_softmax along one axis. Inputs of rank 1 or more:
+// float32; float64 too for reduce_* and softmax/log_softmax (compiled and referenced, the
+// references accumulating in double); float16 as float32 (float16_via_float32).
 //
 // Attributes (ONNX semantics):
 //   reduce_*:           axes (list; negative counts from the end; empty or absent: all axes;
@@ -84,7 +84,7 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return to_string(TensorType{shape, f32}).substr(7);  // drop "float32"
 }
 
-// With `any_float`, float64 too (reduce_*, compiled and referenced). float16 reaches no op of this
+// With `any_float`, float64 too (reduce_*, softmax). float16 reaches no op of this
 // file: they declare float16_via_float32, so register_op hands them float32 instead.
 void check_input(const std::string& op, const std::vector<TensorType>& in, bool any_float = false) {
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input, got ", in.size());
@@ -661,23 +661,23 @@ std::vector<te::Tensor> softmax_compute(const std::string& name, bool log, const
 std::vector<runtime::NDArray> softmax_reference(bool log, const runtime::NDArray& in,
                                                 const AxisSpec& spec) {
   Slabs sl = slabs(spec.in_shape, spec.axis);
-  runtime::NDArray out = runtime::NDArray::empty(spec.in_shape, runtime::dl_float32());
-  const float* x = in.data_as<float>();
-  float* y = out.data_as<float>();
+  const std::vector<double> xv = host::read_all_f64(in);
+  std::vector<double> y(xv.size());
   for (int64_t o = 0; o < sl.outer; ++o) {
     for (int64_t i = 0; i < sl.inner; ++i) {
-      auto at = [&](int64_t k) { return (o * sl.extent + k) * sl.inner + i; };
+      auto at = [&](int64_t k) { return static_cast<size_t>((o * sl.extent + k) * sl.inner + i); };
+      auto x = [&](int64_t k) { return xv[at(k)]; };
       double mx = -INFINITY;
-      for (int64_t k = 0; k < sl.extent; ++k) mx = std::max(mx, static_cast<double>(x[at(k)]));
+      for (int64_t k = 0; k < sl.extent; ++k) mx = std::max(mx, x(k));
       double total = 0;
-      for (int64_t k = 0; k < sl.extent; ++k) total += std::exp(x[at(k)] - mx);
+      for (int64_t k = 0; k < sl.extent; ++k) total += std::exp(x(k) - mx);
       for (int64_t k = 0; k < sl.extent; ++k) {
-        double v = x[at(k)] - mx;
-        y[at(k)] = static_cast<float>(log ? v - std::log(total) : std::exp(v) / total);
+        double v = x(k) - mx;
+        y[at(k)] = log ? v - std::log(total) : std::exp(v) / total;
       }
     }
   }
-  return {out};
+  return {host::from_all_f64(spec.in_shape, from_dlpack(in.dtype()), y)};
 }
 
 void register_softmax(const std::string& name, bool log) {
@@ -689,7 +689,7 @@ void register_softmax(const std::string& name, bool log) {
   def.flops = flops_per_input(4);     // max, exp, sum, scale per element
   def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
-    check_input(name, in);
+    check_input(name, in, /*any_float=*/true);
     softmax_spec(name, in[0].shape, attrs);
     return std::vector<TensorType>{in[0]};
   };
@@ -702,7 +702,7 @@ void register_softmax(const std::string& name, bool log) {
   def.schedule_x86 = [log](te::Schedule& s, const std::vector<te::Tensor>& outs,
                            const Target& target, const Config&) {
     const te::Tensor& out = outs[0];
-    int64_t lanes = target.vector_lanes_f32();
+    int64_t lanes = target.vector_lanes(out->dtype.bits());
     te::Tensor m = find_stage(out, out.name() + "_max");
     te::Tensor sum = find_stage(out, out.name() + "_sum");
     std::vector<te::Tensor> row_stages{m, sum};

@@ -58,8 +58,12 @@ struct Target {
   static Target host();
   // Canonical text: parse(t.str()) == t.
   std::string str() const;
+  // Elements of `element_bits` per vector register.
+  int vector_lanes(int element_bits) const {
+    return (vector_bits > 0 ? vector_bits : 256) / element_bits;
+  }
   // Floats per vector register.
-  int vector_lanes_f32() const { return vector_bits > 0 ? vector_bits / 32 : 8; }
+  int vector_lanes_f32() const { return vector_lanes(32); }
   // Bytes of L1 that map to one set (a "way"): accesses this far apart compete for the same set.
   int64_t l1d_way_bytes() const { return l1d_ways > 0 ? l1d_bytes / l1d_ways : 4096; }
   // FP32 FLOPs one core issues per cycle: a fused multiply-add per lane per FMA pipe.

@@ -2,9 +2,10 @@
 """Export the model suite (issue 26) to ONNX, each with a reference input and PyTorch's output.
 
 For every model NAME this writes DIR/NAME/NAME.onnx (one input 'input', one output 'output'),
-DIR/NAME/input.npy and DIR/NAME/reference.npy, or DIR/NAME/export_error.txt when the export
-fails. Weights are seeded and random: no downloads. Run with Debian's interpreter
-(/usr/bin/python3: PyTorch 1.13, torchvision 0.14).
+DIR/NAME/input.npy, DIR/NAME/reference.npy and DIR/NAME/reference.float64.npy (the same model
+and input evaluated in float64: what a float64 conversion is checked against), or
+DIR/NAME/export_error.txt when the export fails. Weights are seeded and random: no downloads.
+Run with Debian's interpreter (/usr/bin/python3: PyTorch 1.13, torchvision 0.14).
 """
 import argparse
 import os
@@ -130,6 +131,8 @@ def export(name, out_dir):
                       input_names=["input"], output_names=["output"])
     np.save(os.path.join(d, "input.npy"), x.numpy())
     np.save(os.path.join(d, "reference.npy"), ref.numpy())
+    with torch.no_grad():
+        np.save(os.path.join(d, "reference.float64.npy"), model.double()(x.double()).numpy())
     os.replace(onnx_file + ".tmp", onnx_file)  # last: a complete ONNX file means a complete export
     return ref
 
@@ -152,7 +155,8 @@ def main():
     warnings.filterwarnings("ignore")  # the exporter's tracer warnings, dozens per model
     failed = []
     for name in names:
-        if not a.force and os.path.exists(os.path.join(a.out_dir, name, name + ".onnx")):
+        done = [os.path.join(a.out_dir, name, f) for f in (name + ".onnx", "reference.float64.npy")]
+        if not a.force and all(map(os.path.exists, done)):
             print(f"{name}: already exported")
             continue
         start = time.time()

@@ -286,6 +286,48 @@ TEST(Build, Float16ModelRunsFloat32KernelsBetweenCasts) {
                "float16 against float32", 1e-2);
 }
 
+// A float64 model computes in double from end to end: its convolutions, pools, normalizations,
+// products and softmax stay float64 on their plain (NCHW) schedules, and the result is the
+// interpreter's to 1e-12 (float32 anywhere would be about 1e-7 off).
+TEST(Build, Float64ModelComputesInDouble) {
+  const ir::DataType f64 = ir::DataType::Float(64);
+  auto wide = [&](const runtime::NDArray& a) { return ops::host::float_converted(a, f64); };
+  Graph g;
+  ValueId x = g.add_input("x", {{1, 4, 12, 12}, f64});
+  Attrs pads("conv2d", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ValueId c = g.add("conv", "conv2d", pads,
+                    {x, g.add_constant("w", wide(random_array({8, 4, 3, 3}, 1))),
+                     g.add_constant("b", wide(random_array({8}, 2)))});
+  std::vector<ValueId> bn = {c};
+  for (uint32_t i = 0; i < 4; ++i)
+    bn.push_back(g.add_constant("bn" + std::to_string(i),
+                                wide(random_array({8}, 10 + i, i == 3 ? 0.5f : -1.0f, 1.5f))));
+  ValueId r = g.add("relu", "relu", Attrs(), {g.add("bn", "batch_norm", Attrs(), bn)});
+  Attrs grouped("conv2d", {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  ValueId c2 = g.add("conv2", "conv2d", grouped,
+                     {r, g.add_constant("w2", wide(random_array({8, 4, 3, 3}, 3)))});
+  Attrs pool("max_pool2d", {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  ValueId gp =
+      g.add("gap", "global_avg_pool2d", Attrs(), {g.add("pool", "max_pool2d", pool, {c2})});
+  ValueId flat =
+      g.add("flat", "reshape", Attrs("reshape", {{"shape", std::vector<int64_t>{1, 8}}}), {gp});
+  ValueId ln = g.add("ln", "layer_norm", Attrs(),
+                     {flat, g.add_constant("gamma", wide(random_array({8}, 4)))});
+  ValueId d =
+      g.add("fc", "dense", Attrs(), {ln, g.add_constant("w3", wide(random_array({5, 8}, 5)))});
+  g.add_output(g.add("softmax", "softmax", Attrs(), {d}));
+
+  Graph opt = CompiledGraph::optimize(g, Target::host(), BuildOptions());
+  for (const Node& n : opt.nodes()) {
+    EXPECT_EQ(n.op.find("nchwc"), std::string::npos) << n.name << " (" << n.op << ")";
+    for (ValueId v : n.inputs)
+      EXPECT_EQ(opt.value(v).type.dtype, f64) << n.name << " (" << n.op << ")";
+  }
+  runtime::NDArray in = wide(random_array({1, 4, 12, 12}, 6));
+  CompiledGraph cg = CompiledGraph::build(g, Target::host(), BuildOptions());
+  expect_close(cg.run({in}), interpret(g, {in}), "float64, interpreted", 1e-12);
+}
+
 TEST(Build, InputErrorsAndConcurrentRuns) {
   Graph g;
   ValueId x = g.add_input("x", {{2, 8}, f32});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "anvil/graph/graph.h"
+#include "anvil/ops/host_value.h"
 
 namespace anvil::graph::pt {
 
@@ -72,7 +73,8 @@ inline void expect_same_outputs(const Graph& before, const Graph& after, double 
   }
 }
 
-// Max |got - want| <= tol * max |want| per output (and the same shapes).
+// Max |got - want| <= tol * max |want| per output (and the same shapes and dtypes; any float
+// type).
 inline void expect_close(const std::vector<runtime::NDArray>& got,
                          const std::vector<runtime::NDArray>& want, const std::string& what,
                          double tol = 1e-4) {
@@ -80,9 +82,11 @@ inline void expect_close(const std::vector<runtime::NDArray>& got,
   for (size_t o = 0; o < want.size(); ++o) {
     ASSERT_EQ(got[o].shape(), want[o].shape()) << what << " output " << o;
     ASSERT_EQ(got[o].numel(), want[o].numel());
+    ASSERT_EQ(ops::from_dlpack(got[o].dtype()), ops::from_dlpack(want[o].dtype()))
+        << what << " output " << o;
     double max_want = 0, max_err = 0;
     for (int64_t i = 0; i < want[o].numel(); ++i) {
-      double w = want[o].data_as<float>()[i], g = got[o].data_as<float>()[i];
+      double w = ops::host::read_f64(want[o], i), g = ops::host::read_f64(got[o], i);
       max_want = std::max(max_want, std::abs(w));
       max_err = std::max(max_err, std::isnan(g) ? INFINITY : std::abs(g - w));
     }

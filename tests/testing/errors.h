@@ -25,4 +25,9 @@ std::string user_error(F&& fn) {
   return "";
 }
 
+// Checks that diagnostic `msg` contains `part`.
+inline void expect_has(const std::string& msg, const std::string& part) {
+  EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected: " << part;
+}
+
 }  // namespace anvil::testing
