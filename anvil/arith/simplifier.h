@@ -76,6 +76,9 @@ class Simplifier : public ir::IRMutator {
   // non-negative values.
   ir::Expr floordiv_rules(const ir::Expr& a, const ir::Expr& b, const ir::Expr& fallback);
   ir::Expr floormod_rules(const ir::Expr& a, const ir::Expr& b, const ir::Expr& fallback);
+  // Their vector forms: a broadcast or a ramp divided by a broadcast constant.
+  ir::Expr vector_div_mod_rules(bool is_div, const ir::Expr& a, const ir::Expr& b,
+                                const ir::Expr& fallback);
   template <typename T>
   ir::Expr visit_min_max(const T* op);
   // a < b (strict) or a <= b on simplified operands.

@@ -208,7 +208,8 @@ Expr Simplifier::floordiv_rules(const Expr& a, const Expr& b, const Expr& fallba
       return smaller(int_const(t, floordiv_int(*x, *c)), fallback);
     }
   }
-  if (!c || *c <= 0 || !t.is_int() || t.is_vector()) return fallback;
+  if (t.is_vector()) return vector_div_mod_rules(true, a, b, fallback);
+  if (!c || *c <= 0 || !t.is_int()) return fallback;
   if (*c == 1) return a;
   std::optional<LinearSum> sum = linearize(a);
   if (!sum) return fallback;
@@ -254,7 +255,8 @@ Expr Simplifier::floormod_rules(const Expr& a, const Expr& b, const Expr& fallba
     if (std::optional<int64_t> x = as_const_int(a))
       return smaller(int_const(t, floormod_int(*x, *c)), fallback);
   }
-  if (!c || *c <= 0 || !t.is_int() || t.is_vector()) return fallback;
+  if (t.is_vector()) return vector_div_mod_rules(false, a, b, fallback);
+  if (!c || *c <= 0 || !t.is_int()) return fallback;
   if (*c == 1) return make_zero(t);
   std::optional<LinearSum> sum = linearize(a);
   if (!sum) return fallback;
@@ -278,6 +280,33 @@ Expr Simplifier::floormod_rules(const Expr& a, const Expr& b, const Expr& fallba
     if (c1 && *c1 > 0 && *c1 % *c == 0) return smaller(FloorMod::make(nested->a, b), fallback);
   }
   return smaller(FloorMod::make(rest, b), fallback);
+}
+
+// A vector divided by a broadcast constant c > 0: a broadcast divides its scalar; a ramp
+// x + s*i (s >= 0, n lanes) whose lanes all fall in one block of c (x known modulo c, with
+// floormod(x, c) + s*(n-1) < c) has floordiv(x, c) in every lane and floormod(x, c) + s*i. So an
+// index into panels of c columns, read a vector narrower than the panel at a time (AVX2's 8
+// floats of a 16-column panel), stays a dense load instead of a gather.
+Expr Simplifier::vector_div_mod_rules(bool is_div, const Expr& a, const Expr& b,
+                                      const Expr& fallback) {
+  const Broadcast* bc = b.as<Broadcast>();
+  std::optional<int64_t> c = bc ? as_const_int(bc->value) : std::nullopt;
+  if (!c || *c <= 0 || !bc->value.type().is_int()) return fallback;
+  const Expr& cs = bc->value;
+  auto scalar = [&](const Expr& x) {
+    return is_div ? floordiv_rules(x, cs, FloorDiv::make(x, cs))
+                  : floormod_rules(x, cs, FloorMod::make(x, cs));
+  };
+  if (const Broadcast* ba = a.as<Broadcast>())
+    return smaller(Broadcast::make(scalar(ba->value), ba->lanes), fallback);
+  const Ramp* r = a.as<Ramp>();
+  std::optional<int64_t> s = r ? as_const_int(r->stride) : std::nullopt;
+  if (!s || *s < 0) return fallback;
+  ModularSet m = modular_set_of(r->base);
+  std::optional<int64_t> span = checked_mul(*s, r->lanes - 1);
+  if (m.coeff % *c != 0 || !span || floormod_int(m.base, *c) + *span >= *c) return fallback;
+  if (is_div) return smaller(Broadcast::make(scalar(r->base), r->lanes), fallback);
+  return smaller(make_ramp(scalar(r->base), r->stride, r->lanes), fallback);
 }
 
 Expr Simplifier::visit(const FloorDiv* op) {

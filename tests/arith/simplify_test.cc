@@ -248,6 +248,25 @@ TEST_F(SimplifyTest, Vectors) {
   });
 }
 
+// A vector index into panels of 16 read 8 lanes at a time (AVX2's floats): each vector stays in
+// one panel, so the division and remainder by 16 leave the ramp dense. A ramp that may cross a
+// panel boundary (its base not known modulo 16, or its lanes straddling one) keeps them.
+TEST_F(SimplifyTest, VectorDivisionInsideOneBlock) {
+  auto b16 = Broadcast::make(16, 8);
+  check_table({
+      {floordiv(Ramp::make(8, 1, 8), b16), Broadcast::make(0, 8)},
+      {floormod(Ramp::make(8, 1, 8), b16), Ramp::make(8, 1, 8)},
+      {floordiv(Ramp::make(x * 32 + 8, 1, 8), b16), Broadcast::make(x * 2, 8)},
+      {floormod(Ramp::make(x * 32 + 8, 1, 8), b16), Ramp::make(8, 1, 8)},
+      {floordiv(Broadcast::make(x * 16 + 3, 8), b16), Broadcast::make(x, 8)},
+      {floormod(Broadcast::make(x * 16 + 3, 8), b16), Broadcast::make(3, 8)},
+      {floordiv(Ramp::make(x * 32 + 12, 1, 8), b16), floordiv(Ramp::make(x * 32 + 12, 1, 8), b16)},
+      {floordiv(Ramp::make(x, 1, 8), b16), floordiv(Ramp::make(x, 1, 8), b16)},
+      {floormod(Ramp::make(x * 16, 2, 8), b16), Ramp::make(0, 2, 8)},
+      {floormod(Ramp::make(x * 16, 3, 8), b16), floormod(Ramp::make(x * 16, 3, 8), b16)},
+  });
+}
+
 TEST_F(SimplifyTest, NeverLarger) {
   // Forms whose canonical rebuild would be larger than the input stay as they are.
   for (Expr e : {(x + y) * 3 + z, (x + 1) * 4, x * (y + z), floordiv(x + y, 3) * 2 + 1}) {
