@@ -624,7 +624,12 @@ void schedule_matmul_x86(const std::string& op, te::Schedule& s, const te::Tenso
     outer = ax[0];
     for (size_t i = 1; i < row; ++i) outer = so.fuse(outer, ax[i]);
   }
-  so.vectorize(ni);
+  // The tile's columns as whole vectors, unrolled: one vector of tile_n lanes (48 with AVX2's
+  // 6 x 8) made LLVM split the accumulator tile into scalars and rebuild it with inserts, the
+  // LSTM's steps at a third of the rate their weights stream from L3.
+  auto [nvo, nvi] = so.split(ni, lanes);
+  so.unroll(nvo);
+  so.vectorize(nvi);
   if (par) so.parallel(outer);
 
   // The accumulator tile at the block loop.
