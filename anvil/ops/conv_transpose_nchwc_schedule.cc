@@ -22,9 +22,13 @@
 //   vectors.
 //   tile_oh: the height stride (one row of each phase), so that every weight cache line fetched
 //   for a step is used: tiles of one row used half of each line pair and measured 1.5-3x slower
-//   on DCGAN deconv1. But 1 when one channel block's weights fit in an eighth of L2: they stay
-//   cached anyway, and a row of one phase loads half the weight vectors per step (deconv4 with
-//   ob = 3 or 8: 22 -> 31 GFLOP/s).
+//   on DCGAN deconv1 (AVX-512). But 1 when one channel block's weights fit in an eighth of L2:
+//   they stay cached anyway, and a row of one phase loads half the weight vectors per step
+//   (deconv4 with ob = 3 or 8: 22 -> 31 GFLOP/s). And 1 when the weight vectors of every phase
+//   the tile covers, plus the broadcast, do not fit in the registers the accumulators leave: on
+//   AVX2 (16 registers, 12 accumulators) two rows of 2 x 2 phases need 5 of the 4 left, and LLVM
+//   spilled; one row of 8 columns took DCGAN's deconv1-3 in the model on a Zen 3 from 40-52% of
+//   peak to 62-79% (6.7 -> 4.3, 5.7 -> 3.6, 5.1 -> 3.4 ms at 1 thread).
 //   tile_ow: the whole row when it fits the accumulators left; else the widest divisor of OW that
 //   is a multiple of the width stride and fills at least half of them (no tail); else OW split
 //   evenly into the fewest tiles that fit, rounded to the width stride.
@@ -60,7 +64,13 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   const int64_t macs = Ob * OH * OW * Cb * ic_bytes / (4 * sy * sx);
   k.parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
   bool small_weights = Cb * ic_bytes <= l2_bytes / 8;
+  // A step loads one weight vector per phase the tile covers (and channel vector); those and the
+  // broadcast must fit in the registers the accumulators leave.
+  auto phases_fit = [&](int64_t oh) {
+    return std::min(oh, sy) * std::min(sx, OW) * nv + 1 <= regs - budget;
+  };
   k.tile_oh = small_weights ? 1 : std::max<int64_t>(1, std::min({sy, OH, budget / nv}));
+  if (!phases_fit(k.tile_oh)) k.tile_oh = 1;
   int64_t cols = std::max<int64_t>(1, budget / (nv * k.tile_oh));
   if (OW <= cols) {
     k.tile_ow = OW;
@@ -88,8 +98,8 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
       if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= l2_bytes / 4) k.ic_chunk = c;
     // Weights now come from L2: when the tile already spans the row, more rows add FMAs per
     // weight vector loaded.
-    if (k.tile_ow == OW)
-      k.tile_oh = std::max(k.tile_oh, std::min(OH, budget / (k.tile_ow * nv * k.tile_oc)));
+    int64_t rows = std::min(OH, budget / (k.tile_ow * nv * k.tile_oc));
+    if (k.tile_ow == OW && phases_fit(rows)) k.tile_oh = std::max(k.tile_oh, rows);
   }
   return k;
 }
