@@ -630,9 +630,10 @@ void ops_command() {
   }
   std::cout << "\nElement types: the reference interpreter takes float16/32/64, int8-64, uint8-64 "
                "and bool for every op. Compiled code takes all of them for the elementwise ops "
-               "and data movement, float32 and float64 for reductions, and float32 (with int32, "
-               "int64 and bool where the op allows) for the others; a type it does not take is a "
-               "compile error naming the op.\n";
+               "and data movement; float32 and float64 for convolutions, matrix products, pools, "
+               "normalizations, reductions and softmax (float16 computed as float32); float32 "
+               "(with int32, int64 and bool where the op allows) for the others. A type it does "
+               "not take is a compile error naming the op.\n";
 }
 
 void zoo_export_command(const ZooExportOptions& o) {
