@@ -452,21 +452,23 @@ void register_global_pool(const std::string& name, bool is_avg) {
   def.reference = [is_avg](const std::vector<runtime::NDArray>& in, const Attrs&) {
     const std::vector<int64_t>& xs = in[0].shape();
     int64_t B = xs.size() == 5 ? xs[4] : 1;
-    runtime::NDArray out = runtime::NDArray::empty(pooled_shape(xs, 1, 1), in[0].dtype());
+    const std::vector<double> x = host::read_all_f64(in[0]);
     int64_t plane = xs[2] * xs[3];
+    std::vector<double> out(static_cast<size_t>(xs[0] * xs[1] * B));
     for (int64_t p = 0; p < xs[0] * xs[1] * B; ++p) {
       double best = -std::numeric_limits<double>::infinity(), total = 0;
       bool nan = false;
       for (int64_t i = 0; i < plane; ++i) {
-        double v = host::read_f64(in[0], (p / B * plane + i) * B + p % B);
+        double v = x[static_cast<size_t>((p / B * plane + i) * B + p % B)];
         nan = nan || std::isnan(v);
         best = std::max(best, v);
         total += v;
       }
       double r = is_avg ? total / static_cast<double>(plane) : best;
-      host::write_f64(out, p, nan ? std::numeric_limits<double>::quiet_NaN() : r);
+      out[static_cast<size_t>(p)] = nan ? std::numeric_limits<double>::quiet_NaN() : r;
     }
-    return std::vector<runtime::NDArray>{out};
+    return std::vector<runtime::NDArray>{
+        host::from_all_f64(pooled_shape(xs, 1, 1), from_dlpack(in[0].dtype()), out)};
   };
   def.schedule_x86 = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
                             const Config& config) {
@@ -560,14 +562,14 @@ void register_batch_norm() {
     const std::vector<int64_t>& xs = in[0].shape();
     int64_t C = xs[1], inner = 1;
     for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-    runtime::NDArray out = runtime::NDArray::empty(xs, in[0].dtype());
-    for (int64_t i = 0; i < in[0].numel(); ++i) {
-      int64_t c = i / inner % C;
-      auto p = [&](int k) { return host::read_f64(in[static_cast<size_t>(k)], c); };
-      double v = host::read_f64(in[0], i);
-      host::write_f64(out, i, (v - p(3)) / std::sqrt(p(4) + eps) * p(1) + p(2));
+    std::vector<std::vector<double>> v;
+    for (const runtime::NDArray& a : in) v.push_back(host::read_all_f64(a));
+    std::vector<double> out(v[0].size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      size_t c = i / static_cast<size_t>(inner) % static_cast<size_t>(C);
+      out[i] = (v[0][i] - v[3][c]) / std::sqrt(v[4][c] + eps) * v[1][c] + v[2][c];
     }
-    return std::vector<runtime::NDArray>{out};
+    return std::vector<runtime::NDArray>{host::from_all_f64(xs, from_dlpack(in[0].dtype()), out)};
   };
   def.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& t,
                         const Config&) { schedule_injective_x86(s, outs[0], t); };
