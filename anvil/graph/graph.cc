@@ -186,7 +186,7 @@ std::vector<std::vector<NodeId>> Graph::users() const {
 std::string Graph::unique_name(const std::string& base) const {
   auto used = [&](const std::string& s) { return value_names_.count(s) || node_names_.count(s); };
   if (!used(base)) return base;
-  for (int i = 1;; ++i) {
+  for (int& i = next_suffix_.try_emplace(base, 1).first->second;; ++i) {
     std::string s = base + "_" + std::to_string(i);
     if (!used(s)) return s;
   }

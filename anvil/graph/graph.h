@@ -100,6 +100,9 @@ class Graph {
   std::vector<std::string> output_names_;  // one per output
   std::map<std::string, ValueId> value_names_;
   std::map<std::string, NodeId> node_names_;
+  // unique_name's first suffix worth trying per base: names are never removed, so every smaller
+  // one is taken (keeps a graph of n nodes named alike linear to build, not quadratic).
+  mutable std::map<std::string, int> next_suffix_;
 };
 
 // The type of a host array, a copy of one, and the check every runner of a graph makes of its

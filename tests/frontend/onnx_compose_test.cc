@@ -381,6 +381,23 @@ TEST(OnnxCompose, RnnBidirectionalMatchesTheRecurrence) {
   }
 }
 
+// A sequence too long to unroll is refused, naming the input and the limit (65,536 steps once
+// took the importer minutes).
+TEST(OnnxCompose, RnnRefusesASequenceTooLongToUnroll) {
+  OnnxModel m(14);
+  m.input("x", {3, 65536, 2});
+  m.input("w", {1, 4, 2});
+  m.input("r", {1, 4, 4});
+  m.output("y");
+  ::onnx::NodeProto& n = m.node("RNN", {"x", "w", "r"}, {"y"}, "rnn");
+  OnnxModel::attr(n, "hidden_size", 4);
+  OnnxModel::attr(n, "layout", 1);
+  std::string e = anvil::testing::user_error([&] { frontend::import_onnx_bytes(m.bytes()); });
+  anvil::testing::expect_has(e, "node 'rnn'");
+  anvil::testing::expect_has(e, "has 65536 steps");
+  anvil::testing::expect_has(e, "up to 4096 steps over its directions");
+}
+
 // Det of a batch of 3x3 and of one 4x4 matrix against Gaussian elimination with partial pivoting;
 // a 6x6 matrix is refused, naming the limit.
 TEST(OnnxCompose, DetOfSmallMatrices) {

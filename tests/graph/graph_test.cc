@@ -46,6 +46,21 @@ TEST(Graph, InfersTypesAndPrints) {
   EXPECT_EQ(g.unique_name("other"), "other");
 }
 
+// unique_name gives the smallest free suffix, skipping names taken directly, and the same name
+// until it is used.
+TEST(Graph, UniqueNamesTakeTheSmallestFreeSuffix) {
+  Graph g = small();
+  ValueId r = g.find("relu");
+  g.add("relu_2", "relu", Attrs(), {r});
+  EXPECT_EQ(g.unique_name("relu"), "relu_1");
+  EXPECT_EQ(g.unique_name("relu"), "relu_1");
+  g.add(g.unique_name("relu"), "relu", Attrs(), {r});
+  EXPECT_EQ(g.unique_name("relu"), "relu_3");
+  for (int i = 0; i < 1000; ++i) g.add(g.unique_name("relu"), "relu", Attrs(), {r});
+  EXPECT_EQ(g.unique_name("relu"), "relu_1003");
+  EXPECT_EQ(g.unique_name("relu_2"), "relu_2_1");
+}
+
 TEST(Graph, RewriterCopiesAndReplaces) {
   Graph g = small();
   GraphRewriter rw(g);

@@ -263,8 +263,19 @@ std::vector<ValueId> map_max_unpool(Ctx& c) {
               k.size(), " values), 'strides' (", s.size(), ") and 'pads' (", p.size(),
               ") do not fit ", n, " spatial axes");
   std::vector<int64_t> unpooled = {xs[0], xs[1]};
-  for (size_t d = 0; d < n; ++d)
-    unpooled.push_back((xs[d + 2] - 1) * s[d] + k[d] - p[d] - p[d + n]);
+  for (size_t d = 0; d < n; ++d) {
+    ANVIL_CHECK(k[d] >= 1 && s[d] >= 1 && p[d] >= 0 && p[d + n] >= 0, "attributes 'kernel_shape' ",
+                ops::list_str(k), ", 'strides' ", ops::list_str(s), " and 'pads' ",
+                ops::list_str(p), " must be positive (pads non-negative)");
+    int64_t e = 0;
+    bool overflow = __builtin_mul_overflow(xs[d + 2] - 1, s[d], &e) ||
+                    __builtin_add_overflow(e, k[d], &e) || __builtin_sub_overflow(e, p[d], &e) ||
+                    __builtin_sub_overflow(e, p[d + n], &e);
+    ANVIL_CHECK(!overflow, "the unpooled extent of axis ", d + 2, " from X ",
+                ops::to_string(c.type(0)), ", 'kernel_shape' ", ops::list_str(k), " and 'strides' ",
+                ops::list_str(s), " does not fit in 64 bits");
+    unpooled.push_back(e);
+  }
   std::vector<int64_t> out = unpooled;
   if (c.has_in(2)) {
     out = c.ints_in(2, "output_shape");
@@ -274,14 +285,13 @@ std::vector<ValueId> map_max_unpool(Ctx& c) {
       ANVIL_CHECK(out[d] >= unpooled[d], "output_shape ", ops::list_str(out),
                   " is smaller than the unpooled shape ", ops::list_str(unpooled));
   }
-  int64_t total = 1, count = 1;
-  for (int64_t d : out) {
+  for (int64_t d : out)
     ANVIL_CHECK(d >= 1, "the output shape ", ops::list_str(out), " has an empty axis");
-    total *= d;
-  }
-  for (int64_t d : xs) count *= d;
   ops::TensorType out_type{out, c.type(0).dtype};
-  c.check_size("output", out_type, true);
+  c.check_size("output", out_type, true);  // before multiplying: refuses what overflows
+  int64_t total = 1, count = 1;
+  for (int64_t d : out) total *= d;
+  for (int64_t d : xs) count *= d;
   runtime::NDArray zeros = runtime::NDArray::empty({total}, ops::to_dlpack(c.type(0).dtype));
   std::memset(zeros.data(), 0, zeros.nbytes());
   auto flat = [&](ValueId v) {

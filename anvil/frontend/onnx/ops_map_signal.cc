@@ -160,7 +160,11 @@ std::vector<ValueId> map_stft(Ctx& c) {
 }
 
 // RNN (opset 14): per direction, the input projection of every step at once, then the steps
-// unrolled: h = f(x_t W^T + h R^T + Wb + Rb).
+// unrolled: h = f(x_t W^T + h R^T + Wb + Rb). Unrolling takes five nodes and a kernel or two per
+// step, so sequences past kMaxUnrolledSteps (both directions counted) are refused rather than
+// compiled for minutes.
+constexpr int64_t kMaxUnrolledSteps = 4096;
+
 std::vector<ValueId> map_rnn_simple(Ctx& c) {
   const bool batch_major = c.attr_int("layout", 0) == 1;
   ValueId x = c.in(0);
@@ -174,6 +178,9 @@ std::vector<ValueId> map_rnn_simple(Ctx& c) {
               "'");
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   ANVIL_CHECK(hidden >= 1, "attribute 'hidden_size' must be positive");
+  ANVIL_CHECK(seq <= kMaxUnrolledSteps / dirs, "input X ", ops::to_string(c.type(0)), " has ", seq,
+              " steps (", direction, "); RNN is unrolled step by step, up to ", kMaxUnrolledSteps,
+              " steps over its directions");
   ANVIL_CHECK(c.type(1).shape == ints({dirs, hidden, xs[2]}), "input W ", ops::to_string(c.type(1)),
               " must be [", dirs, ", ", hidden, ", ", xs[2], "]");
   ANVIL_CHECK(c.type(2).shape == ints({dirs, hidden, hidden}), "input R ",
