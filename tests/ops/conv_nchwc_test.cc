@@ -412,6 +412,30 @@ TEST(Conv2dNchwc, AssemblyUsesBroadcastFma) {
   }
 }
 
+// A 1x1 convolution's register tile on AVX2: each broadcast reads memory at a constant offset
+// from one address register. Index arithmetic done in 32 bits and sign-extended per access cost
+// an lea and a movslq before every broadcast (MobileNet's 1x1 layers on a Zen 3).
+TEST(Conv2dNchwc, Avx2BroadcastsAddressMemoryDirectly) {
+  Target target = Target::parse("llvm -mcpu=haswell");
+  Conv c{.C = 256, .H = 4, .W = 28, .O = 32, .KH = 1, .KW = 1, .ib = 8, .ob = 8};
+  const OpDef& def = lookup(c.op());
+  std::vector<te::Tensor> ins;
+  for (const TensorType& t : c.types())
+    ins.push_back(te::placeholder(to_exprs(t.shape), f32, "in"));
+  std::vector<te::Tensor> outs = def.compute(ins, c.attrs());
+  te::Schedule s(outs);
+  def.schedule_x86(s, outs, target, {});
+  auto module = codegen::LLVMModule::compile({lower(s, {ins[0], ins[1], outs[0]}, "k")}, target);
+  std::string a = module->assembly();
+  // The hottest loop: from the label before the first FMA to the branch back.
+  size_t fma = a.find("vfmadd231ps");
+  ASSERT_NE(fma, std::string::npos);
+  size_t begin = a.rfind(":\n", fma), end = a.find("\tj", fma);
+  std::string loop = a.substr(begin, end - begin);
+  EXPECT_NE(loop.find("vbroadcastss"), std::string::npos) << loop;
+  EXPECT_EQ(loop.find("movslq"), std::string::npos) << loop;
+}
+
 // The AVX2 rule (16 registers: 10 accumulators) on this host, when it runs AVX2 code.
 TEST(Conv2dNchwc, Avx2Target) {
   if (Target::host().vector_lanes_f32() < 8) GTEST_SKIP() << "needs AVX2";

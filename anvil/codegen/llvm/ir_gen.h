@@ -94,6 +94,8 @@ class IRGen {
 
   // ---- ir_gen_expr.cc ----
   llvm::Value* emit(const ir::Expr& e);
+  // A scalar element index as an i64 offset for a GEP.
+  llvm::Value* emit_offset(const ir::Expr& index);
 #define ANVIL_IRGEN_EXPR_VISIT(name) llvm::Value* visit(const ir::name* op);
   ANVIL_FOR_EACH_EXPR_NODE(ANVIL_IRGEN_EXPR_VISIT)
 #undef ANVIL_IRGEN_EXPR_VISIT

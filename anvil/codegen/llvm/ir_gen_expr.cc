@@ -354,14 +354,32 @@ IRGen::Access IRGen::access_of(const char* what, const ir::Buffer& buffer,
   return acc;
 }
 
+// The sums and products of signed int32 that make up an index are computed in 64 bits (equal,
+// as they never overflow: no_signed_wrap). Extended after the arithmetic instead, every constant
+// offset stayed an add and a sign extension per access after LLVM's reassociation dropped the
+// no-wrap flags (a 1x1 convolution's broadcasts on AVX2: lea + movslq before each one), where in
+// 64 bits it folds into the addressing mode.
+llvm::Value* IRGen::emit_offset(const ir::Expr& index) {
+  llvm::Type* i64_ty = b_.getInt64Ty();
+  DataType t = index.type();
+  if (!no_signed_wrap(t) || !t.is_scalar()) return int_cast(emit(index), t, i64_ty);
+  if (const ir::IntImm* imm = index.as<ir::IntImm>()) return i64(imm->value);
+  if (const ir::Add* op = index.as<ir::Add>())
+    return b_.CreateAdd(emit_offset(op->a), emit_offset(op->b), "", false, true);
+  if (const ir::Sub* op = index.as<ir::Sub>())
+    return b_.CreateSub(emit_offset(op->a), emit_offset(op->b), "", false, true);
+  if (const ir::Mul* op = index.as<ir::Mul>())
+    return b_.CreateMul(emit_offset(op->a), emit_offset(op->b), "", false, true);
+  return int_cast(emit(index), t, i64_ty);
+}
+
 llvm::Value* IRGen::visit(const ir::Load* op) {
   Access acc = access_of("load", op->buffer, op->indices, op->predicate);
   int esize = acc.elem_type.bytes();
   llvm::Type* i64_ty = b_.getInt64Ty();
   DataType index_type = acc.index.type().element_of();
   if (acc.lanes == 1) {
-    llvm::Value* ptr =
-        b_.CreateInBoundsGEP(acc.elem, acc.base, int_cast(emit(acc.index), index_type, i64_ty));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(acc.elem, acc.base, emit_offset(acc.index));
     llvm::Align align = alignment_of(acc.index, esize);
     if (!acc.mask) {
       llvm::LoadInst* load = b_.CreateAlignedLoad(acc.elem, ptr, align);
@@ -390,8 +408,7 @@ llvm::Value* IRGen::visit(const ir::Load* op) {
   const ir::Broadcast* splat = acc.index.as<ir::Broadcast>();
   if (ramp && ir::is_one(ramp->stride)) {
     // Contiguous: one vector load at the alignment the base provably has.
-    llvm::Value* ptr =
-        b_.CreateInBoundsGEP(acc.elem, acc.base, int_cast(emit(ramp->base), index_type, i64_ty));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(acc.elem, acc.base, emit_offset(ramp->base));
     llvm::Align align = alignment_of(ramp->base, esize);
     if (acc.mask) {
       inst = b_.CreateMaskedLoad(vec_ty, ptr, align, acc.mask, zero);
@@ -399,8 +416,7 @@ llvm::Value* IRGen::visit(const ir::Load* op) {
       inst = b_.CreateAlignedLoad(vec_ty, ptr, align);
     }
   } else if (splat && !acc.mask) {
-    llvm::Value* ptr =
-        b_.CreateInBoundsGEP(acc.elem, acc.base, int_cast(emit(splat->value), index_type, i64_ty));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(acc.elem, acc.base, emit_offset(splat->value));
     llvm::LoadInst* load = b_.CreateAlignedLoad(acc.elem, ptr, alignment_of(splat->value, esize));
     annotate_alias(load, acc.data);
     return from_storage(b_.CreateVectorSplat(acc.lanes, load), acc.elem_type.with_lanes(acc.lanes));
@@ -422,8 +438,7 @@ void IRGen::emit_store(const ir::Store* op) {
   llvm::Type* i64_ty = b_.getInt64Ty();
   DataType index_type = acc.index.type().element_of();
   if (acc.lanes == 1) {
-    llvm::Value* ptr =
-        b_.CreateInBoundsGEP(acc.elem, acc.base, int_cast(emit(acc.index), index_type, i64_ty));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(acc.elem, acc.base, emit_offset(acc.index));
     llvm::Align align = alignment_of(acc.index, esize);
     auto store = [&] { annotate_alias(b_.CreateAlignedStore(value, ptr, align), acc.data); };
     if (acc.mask) {
@@ -436,8 +451,7 @@ void IRGen::emit_store(const ir::Store* op) {
   llvm::Instruction* inst = nullptr;
   const ir::Ramp* ramp = acc.index.as<ir::Ramp>();
   if (ramp && ir::is_one(ramp->stride)) {
-    llvm::Value* ptr =
-        b_.CreateInBoundsGEP(acc.elem, acc.base, int_cast(emit(ramp->base), index_type, i64_ty));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(acc.elem, acc.base, emit_offset(ramp->base));
     llvm::Align align = alignment_of(ramp->base, esize);
     if (acc.mask) {
       inst = b_.CreateMaskedStore(value, ptr, align, acc.mask);
