@@ -378,6 +378,19 @@ TEST(Conv2dNchwc, DefaultRule) {
   EXPECT_EQ(defaults(l4, cores16)["ic_outer"], 0);
 }
 
+// The assembly of `c` with its default schedule, compiled for `target` whatever the host is.
+std::string default_assembly(const Conv& c, const Target& target) {
+  const OpDef& def = lookup(c.op());
+  std::vector<te::Tensor> ins;
+  for (const TensorType& t : c.types())
+    ins.push_back(te::placeholder(to_exprs(t.shape), f32, "in"));
+  std::vector<te::Tensor> outs = def.compute(ins, c.attrs());
+  te::Schedule s(outs);
+  def.schedule_x86(s, outs, target, {});
+  auto module = codegen::LLVMModule::compile({lower(s, {ins[0], ins[1], outs[0]}, "k")}, target);
+  return module->assembly();
+}
+
 // The micro-kernel: broadcast FMAs from memory, no gathers.
 TEST(Conv2dNchwc, AssemblyUsesBroadcastFma) {
   // Compiled for an AVX-512 CPU whatever the host is: only the assembly is inspected.
@@ -392,15 +405,7 @@ TEST(Conv2dNchwc, AssemblyUsesBroadcastFma) {
          .ib = 16,
          .ob = 16,
          .pads = {1, 1, 1, 1}};
-  const OpDef& def = lookup(c.op());
-  std::vector<te::Tensor> ins;
-  for (const TensorType& t : c.types())
-    ins.push_back(te::placeholder(to_exprs(t.shape), f32, "in"));
-  std::vector<te::Tensor> outs = def.compute(ins, c.attrs());
-  te::Schedule s(outs);
-  def.schedule_x86(s, outs, target, {});
-  auto module = codegen::LLVMModule::compile({lower(s, {ins[0], ins[1], outs[0]}, "k")}, target);
-  std::string a = module->assembly();
+  std::string a = default_assembly(c, target);
   EXPECT_NE(a.find("vfmadd231ps"), std::string::npos);
   EXPECT_TRUE(a.find("{1to16}") != std::string::npos ||
               a.find("vbroadcastss") != std::string::npos);
@@ -418,15 +423,7 @@ TEST(Conv2dNchwc, AssemblyUsesBroadcastFma) {
 TEST(Conv2dNchwc, Avx2BroadcastsAddressMemoryDirectly) {
   Target target = Target::parse("llvm -mcpu=haswell");
   Conv c{.C = 256, .H = 4, .W = 28, .O = 32, .KH = 1, .KW = 1, .ib = 8, .ob = 8};
-  const OpDef& def = lookup(c.op());
-  std::vector<te::Tensor> ins;
-  for (const TensorType& t : c.types())
-    ins.push_back(te::placeholder(to_exprs(t.shape), f32, "in"));
-  std::vector<te::Tensor> outs = def.compute(ins, c.attrs());
-  te::Schedule s(outs);
-  def.schedule_x86(s, outs, target, {});
-  auto module = codegen::LLVMModule::compile({lower(s, {ins[0], ins[1], outs[0]}, "k")}, target);
-  std::string a = module->assembly();
+  std::string a = default_assembly(c, target);
   // The hottest loop: from the label before the first FMA to the branch back.
   size_t fma = a.find("vfmadd231ps");
   ASSERT_NE(fma, std::string::npos);
