@@ -40,7 +40,13 @@
 //   output plane does not fit a quarter of it; else the largest divisor of C/ib whose weights fit
 //   a quarter of it (DCGAN deconv1: 1 MB of weights per channel block, 32 MB in all, p10 36 -> 78
 //   GFLOP/s). Then, when the tile spans the whole row, tile_oh grows to fill the accumulators
-//   (deconv1: 3 rows x 8 columns, p10 73 -> 89 GFLOP/s).
+//   (deconv1: 3 rows x 8 columns, p10 73 -> 89 GFLOP/s). A tile of one row (tile_oh below the
+//   height stride: AVX2) uses each weight vector for half as many FMAs, and every row tile reads
+//   the channel tile's weights again: weights that fit half of L2 but not L1 are then chunked to
+//   fit L1 (DCGAN deconv2 and deconv3 on a Zen 3, 256 and 128 KB of weights per channel block:
+//   chunks of 8 blocks, 32 KB, took them 4.1-4.3 -> 3.5 and 3.7 -> 3.3 ms at 1 thread in the
+//   model; the tuner had found chunks of 4-8 best). Streamed weights (deconv1) keep L2's chunks:
+//   L1's took it 4.4 -> 4.8 ms.
 #include <algorithm>
 
 #include "anvil/ir/op.h"
@@ -92,10 +98,16 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   k.unroll_kw = 0;
   k.ic_chunk = 0;
   int64_t plane_bytes = k.tile_oc * OH * OW * ob * 4;
-  if (Cb * ic_bytes * k.tile_oc > l2_bytes / 2 && plane_bytes <= l2_bytes / 4) {
+  // Weights that stay in L2 but not in L1: a tile of fewer rows than the height stride feeds each
+  // weight vector half as many FMAs, so its chunk's weights are kept in L1.
+  const int64_t tile_weights = Cb * ic_bytes * k.tile_oc;
+  const bool l1_chunks =
+      k.tile_oh < sy && tile_weights > target.l1d_bytes && tile_weights <= l2_bytes / 2;
+  const int64_t chunk_bytes = l1_chunks ? target.l1d_bytes : l2_bytes / 4;
+  if ((tile_weights > l2_bytes / 2 || l1_chunks) && plane_bytes <= l2_bytes / 4) {
     k.ic_chunk = 1;
     for (int64_t c = Cb; c >= 1 && k.ic_chunk == 1; --c)
-      if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= l2_bytes / 4) k.ic_chunk = c;
+      if (Cb % c == 0 && c * ic_bytes * k.tile_oc <= chunk_bytes) k.ic_chunk = c;
     // Weights now come from L2: when the tile already spans the row, more rows add FMAs per
     // weight vector loaded.
     int64_t rows = std::min(OH, budget / (k.tile_ow * nv * k.tile_oc));
