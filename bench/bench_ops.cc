@@ -285,17 +285,20 @@ std::unique_ptr<AnvilLayer> build_anvil(const Layer& l, const std::vector<float>
         attrs =
             attrs_of(main_op, {{"strides", strides}, {"pads", pads}, {"dilations", Ints{1, 1}}});
       } else {
-        a->w = pack(pack_op, w,
-                    attrs_of(pack_op, {{"in_block", ib},
-                                       {"out_block", ob},
-                                       {"strides", strides},
-                                       {"dilations", Ints{1, 1}}}),
-                    target);
+        anvil::ops::Attrs pack_attrs = attrs_of(
+            pack_op,
+            {{"in_block", ib}, {"out_block", ob}, {"strides", strides}, {"dilations", Ints{1, 1}}});
         attrs = attrs_of(main_op, {{"kernel_shape", Ints{l.kh, l.kw}},
                                    {"strides", strides},
                                    {"pads", pads},
                                    {"dilations", Ints{1, 1}},
                                    {"output_padding", Ints{0, 0}}});
+        if (anvil::ops::transpose_input_innermost(ib, ob, target)) {
+          pack_attrs.set("input_innermost", int64_t{1});
+          attrs.set("input_innermost", int64_t{1});
+          blocks += " input-innermost";
+        }
+        a->w = pack(pack_op, w, pack_attrs, target);
       }
       a->op = main_op + " " + blocks;
     } else {

@@ -12,8 +12,9 @@
 //     grouped conv2d whose groups fill whole blocks of at least 4 -> conv2d_nchwc with its group,
 //     groups narrower than a vector merged into vector-wide block-diagonal ones;
 //     depthwise conv2d (group = C = O) -> depthwise_conv2d_nchwc; conv2d_transpose (group 1)
-//     -> conv2d_transpose_nchwc. The input block is nchwc_block(C), the output block
-//     nchwc_block(O), chosen per layer. The constant weight is packed by the family's
+//     -> conv2d_transpose_nchwc (with input_innermost where ops::transpose_input_innermost: few
+//     output channels). The input block is nchwc_block(C), the output block nchwc_block(O),
+//     chosen per layer. The constant weight is packed by the family's
 //     *_pack_weight node (fold_constants turns it into a packed constant), the bias becomes an
 //     add of a [1, O'/ob, 1, 1, ob] constant (zero in the padded channels). Convolutions whose
 //     weight or bias is not a constant stay in NCHW.
@@ -257,6 +258,10 @@ class LayoutRewriter {
                                    {"pads", pads},
                                    {"dilations", dil},
                                    {"output_padding", win.output_padding}});
+      if (ops::transpose_input_innermost(ib, ob, target_)) {
+        pack_attrs.set("input_innermost", int64_t{1});
+        conv_attrs.set("input_innermost", int64_t{1});
+      }
     } else if (int64_t tile = grouped ? 0 : winograd_tile_of(n); tile > 0) {
       op = "conv2d_winograd_nchwc";
       pack = "conv2d_winograd_nchwc_pack_weight";

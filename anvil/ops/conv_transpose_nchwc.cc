@@ -25,8 +25,13 @@
 // Blocks: any in_block and out_block work; the default is nchwc_block of the channel counts (the
 // graph's blocks). With few output channels (DCGAN deconv4, O = 3) that is a 3-float vector per
 // pixel: 29 GFLOP/s useful, within 10% of padding O to 8 (31, but 5 zero channels carried through
-// the graph) and 2x faster than padding to 16.
-// The schedule (conv_transpose_nchwc_schedule.cc) is the NCHWc direct convolution micro-kernel.
+// the graph) and 2x faster than padding to 16. So such layers (transpose_input_innermost: an
+// output block of at most half a vector, a full-vector input block) take attribute
+// input_innermost, on both ops: the packed weight is [O/ob, C/ib, TY, TX, SY, SX, ob, ib], the
+// input block innermost, and the schedule's vectors run over input channels (the reduction over
+// the block factored out): full vectors whatever O is.
+// The schedule (conv_transpose_nchwc_schedule.cc) is the NCHWc direct convolution micro-kernel,
+// or with input_innermost its form over input channels.
 #include "anvil/ops/conv_transpose_nchwc.h"
 
 #include <algorithm>
@@ -34,6 +39,7 @@
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/nchwc.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/ops/window.h"
 #include "anvil/support/error.h"
@@ -95,6 +101,20 @@ Expr Phase::base(const Expr& u) const {
   return floordiv(v - floormod(v * c32(inv), c32(sp)) * c32(dp), c32(sp));
 }
 
+AttrSpec input_innermost_attr() {
+  return {"input_innermost",
+          AttrType::kInt,
+          AttrValue{int64_t{0}},
+          {one_of(std::vector<int64_t>{0, 1})},
+          "1: the packed weight keeps the input channel block innermost (vectors over input "
+          "channels, for few output channels)"};
+}
+
+std::vector<int64_t> packed_shape(int64_t Ob, int64_t Cb, int64_t ty, int64_t tx, int64_t ib,
+                                  int64_t sy, int64_t sx, int64_t ob, bool input_innermost) {
+  return packed_index<int64_t>(Ob, Cb, ty, tx, ib, sy, sx, ob, input_innermost);
+}
+
 Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
   Params p;
   p.op = kOp;
@@ -105,9 +125,11 @@ Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
   }
   ANVIL_CHECK(in[0].shape.size() == 5, kOp, ": input x must have rank 5 (NCHW[x]c), got ",
               to_string(in[0]));
-  ANVIL_CHECK(in[1].shape.size() == 8, kOp,
-              ": weight must have rank 8 ([O/ob, C/ib, TY, TX, ib, SY, SX, ob], from ", kPackOp,
-              "), got ", to_string(in[1]));
+  p.input_innermost = attrs.get_int("input_innermost", 0) != 0;
+  const char* layout = p.input_innermost ? "[O/ob, C/ib, TY, TX, SY, SX, ob, ib]"
+                                         : "[O/ob, C/ib, TY, TX, ib, SY, SX, ob]";
+  ANVIL_CHECK(in[1].shape.size() == 8, kOp, ": weight must have rank 8 (", layout, ", from ",
+              kPackOp, "), got ", to_string(in[1]));
   Window w = parse_window(attrs, 2, kWindow);
   ANVIL_CHECK(w.group == 1, kOp, ": attribute 'group' must be 1, got ", w.group);
   p.kernel = w.kernel;
@@ -125,16 +147,16 @@ Params parse(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.W = xs[3];
   p.ib = xs[4];
   p.Ob = ws[0];
-  p.ob = ws[7];
+  p.ob = p.input_innermost ? ws[6] : ws[7];
   p.py = Phase::make(p.strides[0], p.dilations[0], p.kernel[0]);
   p.px = Phase::make(p.strides[1], p.dilations[1], p.kernel[1]);
-  std::vector<int64_t> want = {ws[0], p.Cb,         p.py.taps,    p.px.taps,
-                               p.ib,  p.strides[0], p.strides[1], ws[7]};
+  std::vector<int64_t> want = packed_shape(ws[0], p.Cb, p.py.taps, p.px.taps, p.ib, p.strides[0],
+                                           p.strides[1], p.ob, p.input_innermost);
   ANVIL_CHECK(ws == want, kOp, ": weight ", to_string(in[1]), " does not fit input x ",
               to_string(in[0]), " with attributes 'kernel_shape' ", list_str(p.kernel),
               ", 'strides' ", list_str(p.strides), ", 'dilations' ", list_str(p.dilations),
-              ": expected [O/ob, ", p.Cb, ", ", p.py.taps, ", ", p.px.taps, ", ", p.ib, ", ",
-              p.strides[0], ", ", p.strides[1], ", ob] (", kPackOp, "'s layout)");
+              ", 'input_innermost' ", p.input_innermost ? 1 : 0, ": expected ", list_str(want),
+              " (", kPackOp, "'s layout ", layout, ")");
   static const char* names[] = {"height", "width"};
   int64_t sizes[] = {p.H, p.W};
   for (size_t d = 0; d < 2; ++d) {
@@ -198,12 +220,12 @@ std::vector<te::Tensor> compute(const std::vector<te::Tensor>& in, const Attrs& 
         Expr col = p.px.base(ux) - jx->var * c32(p.px.dp) + c32(p.src_left);
         Expr ry = p.py.s == 1 ? Expr(0) : floormod(uy, c32(p.py.s));
         Expr rx = p.px.s == 1 ? Expr(0) : floormod(ux, c32(p.px.s));
-        return te::sum(
-            src(i[0], ic->var, row, col, ii->var) *
-                w(std::vector<Expr>{i[1], ic->var, jy->var, jx->var, ii->var, ry, rx, i[4]}),
-            {ic, jy, jx, ii});
+        return te::sum(src(i[0], ic->var, row, col, ii->var) *
+                           w(packed_index<Expr>(i[1], ic->var, jy->var, jx->var, ii->var, ry, rx,
+                                                i[4], p.input_innermost)),
+                       {ic, jy, jx, ii});
       },
-      kOp);
+      p.input_innermost ? kInputInnermostStage : kOp);
   return {out};
 }
 
@@ -223,14 +245,9 @@ std::vector<runtime::NDArray> reference(const std::vector<runtime::NDArray>& in,
       for (int64_t c = 0; c < C; ++c) {
         for (int64_t ky = 0; ky < p.kernel[0]; ++ky) {
           for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
-            std::vector<int64_t> wi = {o / p.ob,
-                                       c / p.ib,
-                                       p.py.slot_of_tap(ky),
-                                       p.px.slot_of_tap(kx),
-                                       c % p.ib,
-                                       p.py.phase_of_tap(ky),
-                                       p.px.phase_of_tap(kx),
-                                       o % p.ob};
+            std::vector<int64_t> wi = packed_index<int64_t>(
+                o / p.ob, c / p.ib, p.py.slot_of_tap(ky), p.px.slot_of_tap(kx), c % p.ib,
+                p.py.phase_of_tap(ky), p.px.phase_of_tap(kx), o % p.ob, p.input_innermost);
             int64_t off = 0;
             for (size_t d = 0; d < 8; ++d) off = off * ws[d] + wi[d];
             double wv = w[off];
@@ -265,6 +282,7 @@ std::vector<runtime::NDArray> reference(const std::vector<runtime::NDArray>& in,
 
 struct PackParams {
   int64_t C = 0, O = 0, ib = 1, ob = 1;
+  bool input_innermost = false;
   std::vector<int64_t> kernel, strides, dilations;
   Phase py, px;
   std::vector<int64_t> shape;
@@ -280,6 +298,7 @@ PackParams parse_pack(const std::vector<TensorType>& in, const Attrs& attrs) {
               to_string(in[0]));
   p.ib = attrs.get_int("in_block");  // required and positive: the schema checks them
   p.ob = attrs.get_int("out_block");
+  p.input_innermost = attrs.get_int("input_innermost", 0) != 0;
   Window w = parse_window(attrs, 2, 0);
   p.strides = w.strides;
   p.dilations = w.dilations;
@@ -289,14 +308,8 @@ PackParams parse_pack(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.kernel = {s[2], s[3]};
   p.py = Phase::make(p.strides[0], p.dilations[0], s[2]);
   p.px = Phase::make(p.strides[1], p.dilations[1], s[3]);
-  p.shape = {(p.O + p.ob - 1) / p.ob,
-             (p.C + p.ib - 1) / p.ib,
-             p.py.taps,
-             p.px.taps,
-             p.ib,
-             p.strides[0],
-             p.strides[1],
-             p.ob};
+  p.shape = packed_shape((p.O + p.ob - 1) / p.ob, (p.C + p.ib - 1) / p.ib, p.py.taps, p.px.taps,
+                         p.ib, p.strides[0], p.strides[1], p.ob, p.input_innermost);
   return p;
 }
 
@@ -314,7 +327,10 @@ std::vector<te::Tensor> pack_compute(const std::vector<te::Tensor>& in, const At
   };
   te::Tensor out = te::compute(
       to_exprs(p.shape),
-      [&](const std::vector<Var>& i) {
+      [&](const std::vector<Var>& v) {
+        // The indices in the standard order [O/ob, C/ib, TY, TX, ib, SY, SX, ob].
+        std::vector<Var> i = v;
+        if (p.input_innermost) i = {v[0], v[1], v[2], v[3], v[7], v[4], v[5], v[6]};
         Expr o = i[0] * c32(p.ob) + i[7], c = i[1] * c32(p.ib) + i[4];
         Expr cond;
         Expr ky = tap(p.py, i[5], i[2], cond), kx = tap(p.px, i[6], i[3], cond);
@@ -337,14 +353,9 @@ std::vector<runtime::NDArray> pack_reference(const std::vector<runtime::NDArray>
     for (int64_t oc = 0; oc < p.O; ++oc) {
       for (int64_t ky = 0; ky < p.kernel[0]; ++ky) {
         for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
-          std::vector<int64_t> idx = {oc / p.ob,
-                                      c / p.ib,
-                                      p.py.slot_of_tap(ky),
-                                      p.px.slot_of_tap(kx),
-                                      c % p.ib,
-                                      p.py.phase_of_tap(ky),
-                                      p.px.phase_of_tap(kx),
-                                      oc % p.ob};
+          std::vector<int64_t> idx = packed_index<int64_t>(
+              oc / p.ob, c / p.ib, p.py.slot_of_tap(ky), p.px.slot_of_tap(kx), c % p.ib,
+              p.py.phase_of_tap(ky), p.px.phase_of_tap(kx), oc % p.ob, p.input_innermost);
           int64_t off = 0;
           for (size_t d = 0; d < 8; ++d) off = off * p.shape[d] + idx[d];
           o[off] = w[((c * p.O + oc) * p.kernel[0] + ky) * p.kernel[1] + kx];
@@ -358,11 +369,17 @@ std::vector<runtime::NDArray> pack_reference(const std::vector<runtime::NDArray>
 }  // namespace
 }  // namespace deconv
 
+bool transpose_input_innermost(int64_t ib, int64_t ob, const Target& target) {
+  const int64_t lanes = target.vector_lanes_f32();
+  return ib == lanes && 2 * ob <= lanes;
+}
+
 void register_conv_transpose_nchwc_ops() {
   OpDef def;
   def.name = deconv::kOp;
   def.pattern = Pattern::kComplexOutFusable;
   def.attrs = window_attrs(2, deconv::kWindow);
+  def.attrs.push_back(deconv::input_innermost_attr());
   // As conv2d_transpose's: 2 per tap of every input element scattered to the O (blocked) output
   // channels.
   def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out,
@@ -388,6 +405,7 @@ void register_conv_transpose_nchwc_ops() {
       {"out_block", AttrType::kInt, std::nullopt, {positive()}, "the output channel block", true}};
   for (const AttrSpec& spec : window_attrs(2, 0))
     if (spec.name != "pads") pack.attrs.push_back(spec);
+  pack.attrs.push_back(deconv::input_innermost_attr());
   pack.flops = flops_none();
   pack.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     return std::vector<TensorType>{{deconv::parse_pack(in, attrs).shape, DataType::Float32()}};

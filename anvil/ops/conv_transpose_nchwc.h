@@ -43,7 +43,24 @@ struct Params {
   Phase py, px;
   // The zero rows and columns the source needs around x so that every read is in range.
   int64_t src_top = 0, src_bottom = 0, src_left = 0, src_right = 0;
+  // Attribute input_innermost: the packed weight is [O/ob, C/ib, TY, TX, SY, SX, ob, ib].
+  bool input_innermost = false;
 };
+
+// The packed weight's shape: [O/ob, C/ib, TY, TX, ib, SY, SX, ob], or with input_innermost
+// [O/ob, C/ib, TY, TX, SY, SX, ob, ib]; and the position of a packed element in it.
+std::vector<int64_t> packed_shape(int64_t Ob, int64_t Cb, int64_t ty, int64_t tx, int64_t ib,
+                                  int64_t sy, int64_t sx, int64_t ob, bool input_innermost);
+template <typename T>
+std::vector<T> packed_index(T ob_i, T cb, T jy, T jx, T i, T ry, T rx, T o, bool input_innermost) {
+  if (input_innermost) return {ob_i, cb, jy, jx, ry, rx, o, i};
+  return {ob_i, cb, jy, jx, i, ry, rx, o};
+}
+
+// The reduction stage's name with attribute input_innermost (its schedule is chosen by it).
+inline constexpr const char* kInputInnermostStage = "conv2d_transpose_nchwc.input_innermost";
+// The attribute itself (the operator's and the weight packing's).
+AttrSpec input_innermost_attr();
 
 // Parses and checks attributes and input types of conv2d_transpose_nchwc.
 Params parse(const std::vector<TensorType>& in, const Attrs& attrs);
@@ -63,5 +80,7 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
 ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const Target& target);
 void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
               const Config& config);
+// Output columns per tile of the input_innermost schedule.
+int64_t default_input_innermost_tile(int64_t ob, int64_t OW, int64_t sx, const Target& target);
 
 }  // namespace anvil::ops::deconv

@@ -116,17 +116,31 @@ Knobs default_knobs(int64_t Ob, int64_t ob, int64_t OH, int64_t OW, int64_t sy, 
   return k;
 }
 
+int64_t default_input_innermost_tile(int64_t ob, int64_t OW, int64_t sx, const Target& target) {
+  // A column takes ob accumulators; whole phase groups (multiples of the width stride).
+  int64_t cols = std::max<int64_t>(1, target.vector_registers * 3 / 4 / std::max<int64_t>(1, ob));
+  if (cols >= sx) cols -= cols % sx;
+  return std::min(cols, OW);
+}
+
 ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const Target& target) {
   Params p = parse(in, attrs);
-  Knobs d =
-      default_knobs(p.Ob, p.ob, p.OH, p.OW, p.strides[0], p.strides[1], p.Cb,
-                    p.ib * p.py.taps * p.px.taps * p.strides[0] * p.strides[1] * p.ob * 4, target);
   auto with_default = [](int64_t def, std::vector<int64_t> others, int64_t limit) {
     std::vector<int64_t> v = {def};
     for (int64_t x : others)
       if (x != def && x <= limit) v.push_back(x);
     return v;
   };
+  const int64_t macs = p.Ob * p.ob * p.OH * p.OW * p.Cb * p.ib * p.py.taps * p.px.taps;
+  int64_t parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
+  if (p.input_innermost) {
+    int64_t t = default_input_innermost_tile(p.ob, p.OW, p.strides[1], target);
+    return {{"tile_ow", with_default(t, {1, 2, 4, 6, 8, 12, 16}, p.OW)},
+            {"parallel", with_default(parallel, {0, 1}, 1)}};
+  }
+  Knobs d =
+      default_knobs(p.Ob, p.ob, p.OH, p.OW, p.strides[0], p.strides[1], p.Cb,
+                    p.ib * p.py.taps * p.px.taps * p.strides[0] * p.strides[1] * p.ob * 4, target);
   return {
       {"tile_oc", with_default(d.tile_oc, {1, 2, 3, 4, 6, 8}, p.Ob)},
       {"tile_oh", with_default(d.tile_oh, {1, 2, 3, 4}, p.OH)},
@@ -137,6 +151,59 @@ ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const T
       {"parallel", with_default(d.parallel, {0, 1}, 1)},
   };
 }
+
+namespace {
+
+// The schedule of the input_innermost form (few output channels): the reduction over the input
+// block is factored out (rfactor) so that its partial sums are vectors over the input channels,
+// full vectors however few the output channels are. A tile of tile_ow columns x ob channels, one
+// vector accumulator each, runs the reduction (ic, jy, jx) with the input vector of each column
+// and the weight vector of each (phase, channel) loaded contiguously; the tile's vectors are then
+// summed across their lanes into the output (and its inlined epilogue).
+void schedule_input_innermost(te::Schedule& s, const te::Tensor& out, const te::Tensor& conv,
+                              const std::vector<te::Tensor>& sources, const Target& target,
+                              const Config& config) {
+  std::vector<int64_t> oshape = shape_of(out);
+  const int64_t OW = oshape[3], ob = oshape[4];
+  std::vector<int64_t> ws(8, 1);  // the packed weight's shape
+  for (const auto& t : conv->inputs)
+    if (std::vector<int64_t> sh = shape_of(te::Tensor(t.get())); sh.size() == 8) ws = sh;
+  int64_t tile_ow = default_input_innermost_tile(ob, OW, ws[5], target);
+  tile_ow = std::clamp<int64_t>(knob(config, "tile_ow", tile_ow), 1, OW);
+  const int64_t macs =
+      static_cast<int64_t>(numel(TensorType{oshape, {}})) * ws[1] * ws[2] * ws[3] * ws[7];
+  const bool parallel = knob(config, "parallel", macs >= kParallelMultiplyAdds ? 1 : 0) != 0;
+  for (const te::Tensor& t : sources) {
+    std::vector<IterVar> ax = s[t].axis();
+    IterVar f = s[t].fuse(s[t].fuse(ax[0], ax[1]), ax[2]);
+    if (parallel) s[t].parallel(f);
+  }
+
+  te::Tensor rf = s.rfactor(conv, s[conv].reduce_axis().back());
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();
+  auto [xo, xi] = so.split(ax[3], tile_ow);
+  IterVar f = so.fuse(so.fuse(ax[0], ax[1]), ax[2]);
+  if (parallel) so.parallel(f);
+  so.vectorize(ax[4]);  // the epilogue on the output block's vector (tanh: 1 call per pixel)
+  te::Stage sr = s[rf];
+  if (out.get() != conv.get()) {
+    // The lane sums are a tile buffer of the output's column block; the partial sums are
+    // computed inside them (their row loop: one row in the tile).
+    s[conv].compute_at(so, xo);
+    sr.compute_at(s[conv], s[conv].axis()[2]);
+  } else {
+    sr.compute_at(so, xo);
+  }
+  std::vector<IterVar> r = sr.axis();          // n, channel block, y, x, o, ii
+  std::vector<IterVar> rr = sr.reduce_axis();  // ic, jy, jx
+  sr.reorder({r[0], r[1], r[2], rr[0], rr[1], rr[2], r[3], r[4], r[5]});
+  sr.unroll(r[3]);
+  sr.unroll(r[4]);
+  sr.vectorize(r[5]);
+}
+
+}  // namespace
 
 void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
               const Config& config) {
@@ -159,6 +226,10 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
       continue;
     }
     s[t].compute_inline();
+  }
+  if (conv.name() == kInputInnermostStage) {
+    schedule_input_innermost(s, out, conv, sources_to_split, target, config);
+    return;
   }
 
   std::vector<int64_t> oshape = shape_of(out);

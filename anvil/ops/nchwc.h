@@ -14,6 +14,8 @@
 //   conv2d_transpose_nchwc  x [N, C/ib, H, W, ib], weight split into output phases
 //                           [O/ob, C/ib, TY, TX, ib, SY, SX, ob] -> [N, O/ob, OH, OW, ob]; needs
 //                           the attribute kernel_shape (the packed shape does not determine it);
+//                           with input_innermost the weight is [O/ob, C/ib, TY, TX, SY, SX, ob,
+//                           ib] (few output channels: vectors over input channels);
 //                           conv_transpose_nchwc.cc
 //   conv2d_winograd_nchwc   3x3 stride-1 convolutions by Winograd's minimal filtering, on a
 //                           weight transformed once by its own weight op; winograd.cc
@@ -41,6 +43,9 @@ namespace anvil::ops {
 // channels cost the least at the rate the target's FMA pipes retire vectors of that width
 // (conv_nchwc.cc). Channels the block does not divide are padded (see nchwc_channels).
 int64_t nchwc_block(int64_t channels, const Target& target);
+// Whether conv2d_transpose_nchwc with these blocks takes attribute input_innermost: an output
+// block of at most half a vector fills full vectors only across input channels.
+bool transpose_input_innermost(int64_t ib, int64_t ob, const Target& target);
 // The channel count padded up to a multiple of `block`.
 inline int64_t nchwc_channels(int64_t channels, int64_t block) {
   return (channels + block - 1) / block * block;

@@ -32,13 +32,16 @@ struct Deconv {
   std::vector<int64_t> strides = {1, 1}, pads = {0, 0, 0, 0}, dilations = {1, 1},
                        output_padding = {0, 0};
   int64_t ib = 4, ob = 4;
+  bool input_innermost = false;
 
   Attrs attrs() const {
-    return Attrs(kOp, {{"kernel_shape", std::vector<int64_t>{KH, KW}},
-                       {"strides", strides},
-                       {"pads", pads},
-                       {"dilations", dilations},
-                       {"output_padding", output_padding}});
+    Attrs a(kOp, {{"kernel_shape", std::vector<int64_t>{KH, KW}},
+                  {"strides", strides},
+                  {"pads", pads},
+                  {"dilations", dilations},
+                  {"output_padding", output_padding}});
+    if (input_innermost) a.set("input_innermost", int64_t{1});
+    return a;
   }
   Attrs nchw_attrs() const {
     return Attrs("conv2d_transpose", {{"strides", strides},
@@ -47,9 +50,10 @@ struct Deconv {
                                       {"output_padding", output_padding}});
   }
   Attrs pack_attrs() const {
-    return Attrs(
-        kPack,
-        {{"in_block", ib}, {"out_block", ob}, {"strides", strides}, {"dilations", dilations}});
+    Attrs a(kPack,
+            {{"in_block", ib}, {"out_block", ob}, {"strides", strides}, {"dilations", dilations}});
+    if (input_innermost) a.set("input_innermost", int64_t{1});
+    return a;
   }
   std::vector<int64_t> x_blocked() const { return {N, (C + ib - 1) / ib, H, W, ib}; }
   std::string str() const {
@@ -65,6 +69,7 @@ struct Deconv {
     l("pads", pads);
     l("dilations", dilations);
     l("output_padding", output_padding);
+    if (input_innermost) os << " input_innermost";
     return os.str();
   }
 };
@@ -306,6 +311,43 @@ TEST(ConvTransposeNchwc, ExplicitConfigsWithTails) {
   cross_check(d, 5, {{"tile_oc", 2}, {"tile_ow", 16}});
 }
 
+// Vectors over the input channels (input_innermost): the weight packed with the input block
+// innermost, the reduction over it factored into vector partial sums.
+TEST(ConvTransposeNchwc, InputInnermost) {
+  Deconv dcgan{.C = 16,
+               .O = 3,
+               .H = 7,
+               .W = 9,
+               .KH = 4,
+               .KW = 4,
+               .strides = {2, 2},
+               .pads = {1, 1, 1, 1},
+               .ib = 8,
+               .ob = 3,
+               .input_innermost = true};
+  check(dcgan);
+  check(dcgan, 2, {{"tile_ow", 1}});
+  check(dcgan, 3, {{"tile_ow", 5}, {"parallel", 0}});  // a tail, phases not aligned to tiles
+  cross_check(dcgan, 4);
+  Deconv odd{.N = 2,
+             .C = 6,
+             .O = 2,
+             .H = 5,
+             .W = 6,
+             .KH = 3,
+             .KW = 5,
+             .strides = {2, 3},
+             .pads = {0, 1, 1, 2},
+             .dilations = {2, 1},
+             .output_padding = {1, 2},
+             .ib = 4,
+             .ob = 1,
+             .input_innermost = true};
+  check(odd, 5);
+  check(odd, 6, {{"tile_ow", 4}});
+  cross_check(odd, 7);
+}
+
 // ---- end to end against the NCHW operator
 
 TEST(ConvTransposeNchwc, CrossCheckedWithNchwConvTranspose) {
@@ -374,17 +416,8 @@ TEST(ConvTransposeNchwc, RandomizedCrossCheck) {
 
 // ---- fused epilogues
 
-TEST(ConvTransposeNchwc, FusedBiasReluTanh) {
-  Deconv d{.C = 12,
-           .O = 20,
-           .H = 5,
-           .W = 6,
-           .KH = 4,
-           .KW = 4,
-           .strides = {2, 2},
-           .pads = {1, 1, 1, 1},
-           .ib = 4,
-           .ob = 8};
+void check_fused_bias_relu_tanh(const Deconv& d) {
+  SCOPED_TRACE(d.str());
   std::mt19937 rng(7);
   NDArray x = random_array({d.x_blocked(), f32}, rng);
   NDArray w = packed_weight(d, rng);
@@ -431,18 +464,45 @@ TEST(ConvTransposeNchwc, FusedBiasReluTanh) {
       if (chain >= 3) v = std::tanh(v);
       expect.data_as<float>()[i] = static_cast<float>(v);
     }
-    for (const Config& config : {Config{}, Config{{"ic_chunk", 2}}}) {
+    for (const Config& config : {Config{}, Config{{"ic_chunk", 2}}, Config{{"tile_ow", 3}}}) {
       std::string text;
       NDArray got = run(kOp, {x, w, bias}, d.attrs(), 2, config, epi, &text);
       expect_close(got, expect);
-      // Fused: the convolution is a tile buffer inside the output's loops, not a whole tensor.
-      std::string alloc = "allocate conv2d_transpose_nchwc[float32 * ";
+      // Fused: the convolution's stages are tile buffers inside the output's loops, not whole
+      // tensors.
+      std::string alloc = "allocate conv2d_transpose_nchwc";
       size_t at = text.find(alloc);
       ASSERT_NE(at, std::string::npos) << text;
-      EXPECT_LT(std::stoll(text.substr(at + alloc.size())), want.numel());
+      for (; at != std::string::npos; at = text.find(alloc, at + 1)) {
+        if (text.compare(at + alloc.size(), 4, ".src") == 0) continue;  // the padded input
+        size_t size_at = text.find("[float32 * ", at);
+        ASSERT_NE(size_at, std::string::npos) << text;
+        EXPECT_LT(std::stoll(text.substr(size_at + 11)), want.numel()) << text.substr(at, 80);
+      }
       EXPECT_EQ(text.find("allocate bias_add"), std::string::npos);
     }
   }
+}
+
+TEST(ConvTransposeNchwc, FusedBiasReluTanh) {
+  Deconv d{.C = 12,
+           .O = 20,
+           .H = 5,
+           .W = 6,
+           .KH = 4,
+           .KW = 4,
+           .strides = {2, 2},
+           .pads = {1, 1, 1, 1},
+           .ib = 4,
+           .ob = 8};
+  check_fused_bias_relu_tanh(d);
+  // Vectors over the input channels: 3 output channels, as DCGAN's last layer.
+  d.O = 3;
+  d.ob = 3;
+  d.ib = 8;
+  d.C = 16;
+  d.input_innermost = true;
+  check_fused_bias_relu_tanh(d);
 }
 
 // ---- the default rule
