@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "anvil/ir/op.h"
+#include "anvil/ops/nchwc.h"
 #include "ops_testing.h"
 #include "testing/errors.h"
 
@@ -346,6 +347,27 @@ TEST(ConvTransposeNchwc, InputInnermost) {
   check(odd, 5);
   check(odd, 6, {{"tile_ow", 4}});
   cross_check(odd, 7);
+  // The space: columns of ob accumulators filling 3/4 of the registers, whole phase pairs (12 of
+  // AVX2's 16: 4 columns of 3 channels; 24 of AVX-512's 32: 8), and the thread split.
+  dcgan.W = 32;
+  std::vector<int64_t> ws =
+      lookup(kPack).infer({{{dcgan.C, dcgan.O, 4, 4}, f32}}, dcgan.pack_attrs())[0].shape;
+  EXPECT_EQ(ws, (std::vector<int64_t>{1, 2, 2, 2, 2, 2, 3, 8}));
+  for (const char* cpu : {"llvm -mcpu=znver4 -vector-bits=512", "llvm -mcpu=znver3"}) {
+    SCOPED_TRACE(cpu);
+    Target t = Target::parse(cpu);
+    ConfigSpace space = lookup(kOp).space({{dcgan.x_blocked(), f32}, {ws, f32}}, dcgan.attrs(), t);
+    ASSERT_EQ(space.size(), 2u);
+    EXPECT_EQ(space[0].name, "tile_ow");
+    EXPECT_EQ(space[0].values[0], t.vector_lanes_f32() >= 16 ? 8 : 4);
+    EXPECT_EQ(space[1].name, "parallel");
+  }
+  // Chosen where the output block is at most half a vector and the input block a whole one.
+  Target avx2 = Target::parse("llvm -mcpu=znver3");
+  EXPECT_TRUE(transpose_input_innermost(8, 3, avx2));
+  EXPECT_TRUE(transpose_input_innermost(8, 4, avx2));
+  EXPECT_FALSE(transpose_input_innermost(8, 8, avx2));
+  EXPECT_FALSE(transpose_input_innermost(4, 3, avx2));
 }
 
 // ---- end to end against the NCHW operator
