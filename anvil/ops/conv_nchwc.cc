@@ -269,8 +269,8 @@ std::vector<runtime::NDArray> conv_reference(const std::string& op,
 }
 
 ConvShape conv_shape(const Params& p) {
-  return {p.OB, p.ob, p.OH,       p.OW, p.depthwise ? 1 : p.CBg, p.depthwise ? 1 : p.ib,
-          p.KH, p.KW, p.depthwise};
+  return {p.OB, p.ob, p.OH,        p.OW, p.depthwise ? 1 : p.CBg, p.depthwise ? 1 : p.ib,
+          p.KH, p.KW, p.depthwise, p.W};
 }
 
 // The direct convolution's count, 2 per tap (flops.h): over the blocked, padded input channels

@@ -64,11 +64,11 @@
 //   inline_pad: 0. The padded source is a stage at the root, its rows in parallel (inlined
 //   selects measured 20-40% slower: one compare per broadcast).
 //
-//   Depthwise: oc_tile 1; the taps unrolled (unroll_kw 1, kh always); ow_block at most R/8 columns
-//   (4 on AVX-512: the input vectors and the padding's selects need registers; 4 measured faster
-//   than 7, 14 or 28); the padding inlined as selects on the loads (inline_pad 1): a separate
-//   padding pass costs as much as the convolution itself for this memory-bound operator (stride 2:
-//   30 -> 70 GFLOP/s inlined).
+//   Depthwise: oc_tile 1; the taps unrolled (unroll_kw 1, kh always); ow_block at most 4 columns
+//   (4 measured faster than 7, 14 or 28 on AVX-512), R/8 when strided (2 on AVX2: the input
+//   vectors and the padding's selects need registers; 4 took 1.07-1.35x longer there); the padding
+//   inlined as selects on the loads (inline_pad 1): a separate padding pass costs as much as the
+//   convolution itself for this memory-bound operator (stride 2: 30 -> 70 GFLOP/s inlined).
 #include "anvil/ops/conv_nchwc_schedule.h"
 
 #include <algorithm>
@@ -121,7 +121,11 @@ Knobs default_knobs(const ConvShape& c, const Target& target) {
   const int64_t macs = c.OB * c.ob * c.OH * c.OW * c.ic_blocks * c.ib * c.KH * c.KW;
   k.parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
   if (c.depthwise) {
-    k.ow_block = balanced_block(c.OW, regs / 8);
+    // Unstrided rows read ow_block + KW - 1 input vectors: 4 columns fit AVX2's 16 registers too
+    // (Zen 3, MobileNet's five unstrided depthwise layers: 4 columns 1.0-1.2x faster than 2).
+    // Strided rows read about twice as many, which with the padding's selects leave room for R/8.
+    const bool strided = c.IW >= 2 * c.OW;
+    k.ow_block = balanced_block(c.OW, strided ? regs / 8 : 4);
     k.inline_pad = 1;
     k.unroll_kw = 1;
     return k;
@@ -247,6 +251,8 @@ void conv_nchwc_schedule(const std::string& op, te::Schedule& s,
   c.KH = extent(depthwise ? 0 : 1);
   c.KW = extent(depthwise ? 1 : 2);
   c.ib = depthwise ? 1 : extent(3);
+  for (const auto& t : conv->inputs)  // the input (or its padded source) is the 5-d one
+    if (std::vector<int64_t> sh = shape_of(te::Tensor(t.get())); sh.size() == 5) c.IW = sh[3];
   Knobs k = knobs_from(c, target, config);
 
   te::Tensor inner = out.get() == conv.get() ? s.cache_write(conv, MemoryScope::kLocal) : conv;

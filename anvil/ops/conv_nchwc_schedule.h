@@ -17,6 +17,7 @@ struct ConvShape {
   int64_t ic_blocks = 0, ib = 0;  // input channel blocks and block (1, 1 for depthwise)
   int64_t KH = 0, KW = 0;
   bool depthwise = false;
+  int64_t IW = 0;  // the width of the input the convolution reads (0: unknown)
 };
 
 // The knobs of the space, with the default rule's values first.

@@ -131,9 +131,9 @@ ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const T
       if (x != def && x <= limit) v.push_back(x);
     return v;
   };
-  const int64_t macs = p.Ob * p.ob * p.OH * p.OW * p.Cb * p.ib * p.py.taps * p.px.taps;
-  int64_t parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
   if (p.input_innermost) {
+    const int64_t macs = p.N * p.Ob * p.ob * p.OH * p.OW * p.Cb * p.ib * p.py.taps * p.px.taps;
+    const int64_t parallel = macs >= kParallelMultiplyAdds ? 1 : 0;
     int64_t t = default_input_innermost_tile(p.ob, p.OW, p.strides[1], target);
     return {{"tile_ow", with_default(t, {1, 2, 4, 6, 8, 12, 16}, p.OW)},
             {"parallel", with_default(parallel, {0, 1}, 1)}};
