@@ -154,6 +154,23 @@ ConfigSpace space(const std::vector<TensorType>& in, const Attrs& attrs, const T
 
 namespace {
 
+// The packed weight's shape: the 8-d input of the reduction stage.
+std::vector<int64_t> packed_weight_shape(const te::Tensor& conv) {
+  std::vector<int64_t> ws(8, 1);
+  for (const auto& t : conv->inputs)
+    if (std::vector<int64_t> sh = shape_of(te::Tensor(t.get())); sh.size() == 8) ws = sh;
+  return ws;
+}
+
+// The zero-bordered sources at the root: rows (n, channel block, row fused) on the threads.
+void schedule_sources(te::Schedule& s, const std::vector<te::Tensor>& sources, bool parallel) {
+  for (const te::Tensor& t : sources) {
+    std::vector<IterVar> ax = s[t].axis();
+    IterVar f = s[t].fuse(s[t].fuse(ax[0], ax[1]), ax[2]);
+    if (parallel) s[t].parallel(f);
+  }
+}
+
 // The schedule of the input_innermost form (few output channels): the reduction over the input
 // block is factored out (rfactor) so that its partial sums are vectors over the input channels,
 // full vectors however few the output channels are. A tile of tile_ow columns x ob channels, one
@@ -165,19 +182,13 @@ void schedule_input_innermost(te::Schedule& s, const te::Tensor& out, const te::
                               const Config& config) {
   std::vector<int64_t> oshape = shape_of(out);
   const int64_t OW = oshape[3], ob = oshape[4];
-  std::vector<int64_t> ws(8, 1);  // the packed weight's shape
-  for (const auto& t : conv->inputs)
-    if (std::vector<int64_t> sh = shape_of(te::Tensor(t.get())); sh.size() == 8) ws = sh;
+  std::vector<int64_t> ws = packed_weight_shape(conv);
   int64_t tile_ow = default_input_innermost_tile(ob, OW, ws[5], target);
   tile_ow = std::clamp<int64_t>(knob(config, "tile_ow", tile_ow), 1, OW);
   const int64_t macs =
       static_cast<int64_t>(numel(TensorType{oshape, {}})) * ws[1] * ws[2] * ws[3] * ws[7];
   const bool parallel = knob(config, "parallel", macs >= kParallelMultiplyAdds ? 1 : 0) != 0;
-  for (const te::Tensor& t : sources) {
-    std::vector<IterVar> ax = s[t].axis();
-    IterVar f = s[t].fuse(s[t].fuse(ax[0], ax[1]), ax[2]);
-    if (parallel) s[t].parallel(f);
-  }
+  schedule_sources(s, sources, parallel);
 
   te::Tensor rf = s.rfactor(conv, s[conv].reduce_axis().back());
   te::Stage so = s[out];
@@ -236,11 +247,7 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   ANVIL_CHECK(oshape.size() == 5, "conv2d_transpose_nchwc: the scheduled output must be 5-d ",
               "(NCHW[x]c), got rank ", oshape.size());
   int64_t Ob = oshape[1], OH = oshape[2], OW = oshape[3], ob = oshape[4];
-  std::vector<int64_t> ws(8, 1);  // the packed weight's shape
-  for (const auto& t : conv->inputs) {
-    std::vector<int64_t> sh = shape_of(te::Tensor(t.get()));
-    if (sh.size() == 8) ws = sh;
-  }
+  std::vector<int64_t> ws = packed_weight_shape(conv);
   Knobs k = default_knobs(Ob, ob, OH, OW, ws[5], ws[6], ws[1],
                           ws[2] * ws[3] * ws[4] * ws[5] * ws[6] * ws[7] * 4, target);
   auto clamp = [](int64_t v, int64_t hi) { return std::max<int64_t>(1, std::min(v, hi)); };
@@ -251,12 +258,7 @@ void schedule(te::Schedule& s, const std::vector<te::Tensor>& outs, const Target
   k.unroll_kw = knob(config, "unroll_kw", k.unroll_kw);
   k.ic_chunk = std::max<int64_t>(0, knob(config, "ic_chunk", k.ic_chunk));
   k.parallel = knob(config, "parallel", k.parallel) != 0;
-  for (const te::Tensor& t : sources_to_split) {
-    te::Stage st = s[t];
-    std::vector<IterVar> ax = st.axis();
-    IterVar f = st.fuse(st.fuse(ax[0], ax[1]), ax[2]);
-    if (k.parallel) st.parallel(f);
-  }
+  schedule_sources(s, sources_to_split, k.parallel);
 
   te::Tensor inner = out.get() == conv.get() ? s.cache_write(conv, MemoryScope::kLocal) : conv;
   te::Stage so = s[out];
