@@ -347,14 +347,14 @@ struct IntrinsicInfo {
 };
 
 constexpr IntrinsicInfo kIntrinsics[] = {
-    {"exp", 1},  {"exp2", 1},    {"log", 1},   {"log2", 1}, {"sqrt", 1}, {"rsqrt", 1},
-    {"tanh", 1}, {"sigmoid", 1}, {"erf", 1},   {"pow", 2},  {"fabs", 1}, {"floor", 1},
-    {"ceil", 1}, {"round", 1},   {"trunc", 1}, {"fma", 3},  {"sin", 1},  {"cos", 1},
-    {"tan", 1},  {"asin", 1},    {"acos", 1},  {"atan", 1}, {"sinh", 1}, {"cosh", 1},
-    {"asinh", 1}, {"acosh", 1},  {"atanh", 1}, {"fmod", 2},
+    {"exp", 1},   {"exp2", 1},    {"log", 1},   {"log2", 1}, {"sqrt", 1},     {"rsqrt", 1},
+    {"tanh", 1},  {"sigmoid", 1}, {"erf", 1},   {"pow", 2},  {"fabs", 1},     {"floor", 1},
+    {"ceil", 1},  {"round", 1},   {"trunc", 1}, {"fma", 3},  {"sin", 1},      {"cos", 1},
+    {"tan", 1},   {"asin", 1},    {"acos", 1},  {"atan", 1}, {"sinh", 1},     {"cosh", 1},
+    {"asinh", 1}, {"acosh", 1},   {"atanh", 1}, {"fmod", 2}, {"dot_u8s8", 3}, {"dot_u8s8_sat16", 3},
 };
 static_assert(sizeof(kIntrinsics) / sizeof(kIntrinsics[0]) ==
-              static_cast<size_t>(Intrinsic::kFmod) + 1);
+              static_cast<size_t>(Intrinsic::kDotU8S8Sat16) + 1);
 
 }  // namespace
 
@@ -369,8 +369,22 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
   const char* name = intrinsic_name(op);
   ANVIL_CHECK(static_cast<int>(args.size()) == intrinsic_arity(op), "Call ", name, ": expects ",
               intrinsic_arity(op), " arguments, got ", args.size());
+  for (const Expr& arg : args) check_defined(arg, "Call", name);
+  if (is_int8_dot(op)) {
+    const DataType acc = args[0].type();
+    ANVIL_CHECK(acc.element_of() == DataType::Int32(), "Call ", name, ": the accumulator ", args[0],
+                " is ", acc, ", not int32");
+    ANVIL_CHECK(args[1].type() == DataType::UInt(8, 4), "Call ", name, ": a ", args[1], " is ",
+                args[1].type(), ", not uint8x4");
+    ANVIL_CHECK(args[2].type() == DataType::Int(8, 4 * acc.lanes()), "Call ", name, ": b ", args[2],
+                " is ", args[2].type(), ", not int8x", 4 * acc.lanes(),
+                " (4 per accumulator lane)");
+    Call* node = new_node<Call>(acc);
+    node->op = op;
+    node->args = std::move(args);
+    return node;
+  }
   for (const Expr& arg : args) {
-    check_defined(arg, "Call", name);
     ANVIL_CHECK(arg.type().is_float(), "Call ", name, ": arguments must be floats, but ", arg,
                 " is ", arg.type());
     ANVIL_CHECK(arg.type() == args[0].type(), "Call ", name,

@@ -209,11 +209,25 @@ enum class Intrinsic : uint8_t {
   kAcosh,
   kAtanh,
   kFmod,  // C's fmod: the remainder with the dividend's sign, exact
+  // dot_u8s8(acc, a, b): acc int32xN, a uint8x4, b int8x(4N); lane i is acc[i] plus the sum over
+  // j < 4 of a[j] * b[4i + j], exactly (int32 wraps). What one VNNI vpdpbusd does for N lanes
+  // with `a` broadcast; tensorize (te/tensor_intrin.h) is how it gets into a loop nest.
+  kDotU8S8,
+  // dot_u8s8_sat16(acc, a, b): the same types; lane i is acc[i] + sat16(a[0] * b[4i] + a[1] *
+  // b[4i + 1]) + sat16(a[2] * b[4i + 2] + a[3] * b[4i + 3]), each pair sum saturated to int16:
+  // what AVX2's vpmaddubsw and vpmaddwd do. Equal to dot_u8s8 where no pair sum leaves int16,
+  // which tensorize proves from value ranges before it uses this.
+  kDotU8S8Sat16,
 };
+// dot_u8s8 or dot_u8s8_sat16.
+inline bool is_int8_dot(Intrinsic op) {
+  return op == Intrinsic::kDotU8S8 || op == Intrinsic::kDotU8S8Sat16;
+}
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);
 
-// A call of a pure intrinsic on floats; every argument has the result's type.
+// A call of a pure intrinsic: on floats, every argument has the result's type; dot_u8s8 has
+// the types it names.
 struct Call final : ExprNode<Call> {
   static constexpr IRNodeType kNodeType = IRNodeType::Call;
   Intrinsic op;

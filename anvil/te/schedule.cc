@@ -256,6 +256,14 @@ void Stage::double_buffer() {
   state().double_buffer = true;
 }
 
+void Stage::tensorize(const IterVar& axis, const TensorIntrin& intrin) {
+  leaf_position(axis, "tensorize");
+  ANVIL_CHECK(state().body.as<ir::Reduce>(), "tensorize: stage '", name(), "' is not a reduction; ",
+              intrin.name, " declares one");
+  state().tensorize_axis = axis;
+  state().tensorize_intrin = std::make_shared<const TensorIntrin>(intrin);
+}
+
 void Stage::set_scope(MemoryScope scope) {
   ANVIL_CHECK(!state().is_output || scope == MemoryScope::kGlobal, "set_scope: '", name(),
               "' is an output of the schedule; it stays in global memory");

@@ -12,6 +12,7 @@
 
 #include "anvil/ir/stmt.h"
 #include "anvil/te/tensor.h"
+#include "anvil/te/tensor_intrin.h"
 
 namespace anvil::te {
 
@@ -55,6 +56,9 @@ struct StageState {
   std::vector<StorageAlign> aligns;
   bool double_buffer = false;
   bool is_output = false;
+  // Stage::tensorize: the loops from this one inward become the intrinsic.
+  IterVar tensorize_axis;
+  std::shared_ptr<const TensorIntrin> tensorize_intrin;
 };
 
 struct ScheduleState {
@@ -106,6 +110,9 @@ class Stage {
   // Keeps this stage's buffer in `scope` (e.g. a reduction computed at a thread's loop into
   // registers: kLocal). An output of the schedule stays global.
   void set_scope(ir::MemoryScope scope);
+  // Replaces the loops from `axis` inward with `intrin` (te/tensor_intrin.h says what must
+  // match); checked when the schedule is lowered, which refuses naming the mismatch.
+  void tensorize(const IterVar& axis, const TensorIntrin& intrin);
   // Pads the stride of dimension `axis` of this stage's buffer to factor*k + offset.
   void storage_align(const IterVar& axis, int64_t factor, int64_t offset);
 

@@ -16,6 +16,7 @@
 #include "anvil/ir/visitor.h"
 #include "anvil/support/error.h"
 #include "anvil/te/schedule.h"
+#include "anvil/te/tensorize.h"
 
 namespace anvil::te {
 
@@ -506,6 +507,9 @@ class LoopBuilder {
     // Loops before the first reduction loop are shared by the init and update nests.
     size_t first = 0;
     while (first < st.leaf.size() && st.leaf[first]->kind != IterKind::kReduce) ++first;
+    if (st.tensorize_intrin) {
+      return tensorized_stmt(i, *reduce, indices, guards, guarded(init, info.data_guards), first);
+    }
     std::vector<IterVar> common(st.leaf.begin(),
                                 st.leaf.begin() + static_cast<std::ptrdiff_t>(first));
     std::vector<IterVar> rest(st.leaf.begin() + static_cast<std::ptrdiff_t>(first), st.leaf.end());
@@ -516,6 +520,78 @@ class LoopBuilder {
     Stmt inner = Seq::make(wrap(st, init_loops, guarded(init, info.data_guards), false),
                            wrap(st, rest, update, true));
     return wrap(st, common, inner, true);
+  }
+
+  // Stage i with its loops from the tensorize axis inward replaced by the intrinsic: the init
+  // nest first (its own loops, inside the tensorized region when that holds whole reductions),
+  // then the intrinsic inside the loops outside the region.
+  Stmt tensorized_stmt(int i, const Reduce& reduce, const std::vector<Expr>& indices,
+                       const std::vector<Expr>& guards, const Stmt& init, size_t first) {
+    const StageState& st = stages_[static_cast<size_t>(i)];
+    const LoopInfo& info = info_[static_cast<size_t>(i)];
+    const TensorIntrin& intrin = *st.tensorize_intrin;
+    auto at = std::find_if(st.leaf.begin(), st.leaf.end(),
+                           [&](const IterVar& l) { return l.same_as(st.tensorize_axis); });
+    ANVIL_CHECK(at != st.leaf.end(), "tensorize of stage '", st.tensor.name(), "' with ",
+                intrin.name, ": loop '", st.tensorize_axis->var.name(),
+                "' was split or fused after tensorize; tensorize its remaining loop instead");
+    const size_t pos = static_cast<size_t>(at - st.leaf.begin());
+    std::vector<IterVar> outer(st.leaf.begin(), at), region(at, st.leaf.end());
+    std::vector<Expr> extents;
+    for (const IterVar& l : region) {
+      auto a = st.attrs.find(l.get());
+      ANVIL_CHECK(a == st.attrs.end() || a->second.kind == ForKind::kSerial, "tensorize of stage '",
+                  st.tensor.name(), "' with ", intrin.name, ": loop '", l->var.name(),
+                  "' is inside the tensorized loops and cannot also be ",
+                  for_kind_name(a->second.kind));
+      ANVIL_CHECK(!attached_.count(l.get()), "tensorize of stage '", st.tensor.name(), "' with ",
+                  intrin.name, ": a stage is computed at loop '", l->var.name(),
+                  "', inside the tensorized loops");
+      for (const Expr& g : guards) {
+        ANVIL_CHECK(!uses_var(g, l->var.get()), "tensorize of stage '", st.tensor.name(), "' with ",
+                    intrin.name, ": loop '", l->var.name(), "' has a tail (guard ", g,
+                    "); split by a factor that divides its extent");
+      }
+      extents.push_back(info.extent.at(l.get()));
+    }
+    // Declared values belong to placeholders; anything else may hold its type's whole range.
+    auto values_of = [&](const Buffer& b) {
+      for (const StageState& s : stages_) {
+        if (!s.tensor.is_compute() && s.tensor->buffer.same_as(b)) return value_range(s.tensor);
+      }
+      return ValueRange{b->dtype.min_value(), b->dtype.max_value()};
+    };
+    arith::VarBounds bounds = loop_bounds(i);
+    if (st.attach == AttachKind::kScope) {
+      for (const auto& [var, b] : enclosing_bounds(i)) bounds[var] = b;
+    }
+    Stmt update =
+        tensorize_update(st.tensor.name(), intrin, region, extents, reduce,
+                         realized_[static_cast<size_t>(i)].buffer, indices, values_of, bounds);
+    if (!guards.empty()) {
+      Expr c = guards[0];
+      for (size_t g = 1; g < guards.size(); ++g) c = c && guards[g];
+      update = IfThenElse::make(c, update);
+    }
+    auto data_loops = [](std::vector<IterVar>::const_iterator b,
+                         std::vector<IterVar>::const_iterator e) {
+      std::vector<IterVar> v;
+      for (auto l = b; l != e; ++l)
+        if ((*l)->kind != IterKind::kReduce) v.push_back(*l);
+      return v;
+    };
+    if (pos >= first) {
+      std::vector<IterVar> common(st.leaf.begin(),
+                                  st.leaf.begin() + static_cast<std::ptrdiff_t>(first));
+      std::vector<IterVar> rest(st.leaf.begin() + static_cast<std::ptrdiff_t>(first), at);
+      Stmt inner = Seq::make(
+          wrap(st, data_loops(st.leaf.begin() + static_cast<std::ptrdiff_t>(first), st.leaf.end()),
+               init, false),
+          wrap(st, rest, update, true));
+      return wrap(st, common, inner, true);
+    }
+    Stmt inner = Seq::make(wrap(st, data_loops(at, st.leaf.end()), init, false), update);
+    return wrap(st, outer, inner, true);
   }
 
   // `body` inside the given loops of stage st (outermost first), with attached stages placed

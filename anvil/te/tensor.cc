@@ -57,17 +57,34 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
   return Load::make(t.buffer, std::move(indices));
 }
 
-Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name) {
+Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name,
+                   std::optional<ValueRange> values) {
   check_shape(shape, name);
   ANVIL_CHECK(dtype.is_scalar() && !dtype.is_handle(), "placeholder '", name,
               "': element type must be a scalar number or bool, not ", dtype);
+  if (values) {
+    ANVIL_CHECK(dtype.is_int_or_uint() && dtype.bits() <= 32, "placeholder '", name,
+                "': values are declared for integers up to 32 bits, not ", dtype);
+    ANVIL_CHECK(dtype.min_value() <= values->min && values->min <= values->max &&
+                    values->max <= dtype.max_value(),
+                "placeholder '", name, "': values [", values->min, ", ", values->max,
+                "] are not a range of ", dtype);
+  }
   TensorNode* node = new TensorNode();
+  node->values = values;
   node->kind = TensorNode::Kind::kPlaceholder;
   node->name = name;
   node->dtype = dtype;
   node->shape = shape;
   node->buffer = Buffer::make(std::move(name), dtype, std::move(shape));
   return Tensor(node);
+}
+
+ValueRange value_range(const Tensor& t) {
+  ANVIL_CHECK(t->dtype.is_int_or_uint() && t->dtype.bits() <= 32, "value_range of '", t.name(),
+              "': ", t->dtype, " is not an integer type of up to 32 bits");
+  if (t->values) return *t->values;
+  return {t->dtype.min_value(), t->dtype.max_value()};
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct Check {
   std::vector<ir::Ref<TensorNode>> inputs;  // the tensors the condition reads
 };
 
+// What an integer tensor is known to hold: every element in [min, max].
+struct ValueRange {
+  int64_t min = 0, max = 0;
+};
+
 // A tensor is the single output of its operation: a placeholder (an input) or a compute.
 struct TensorNode final : ir::RefCounted {
   enum class Kind { kPlaceholder, kCompute };
@@ -44,6 +50,9 @@ struct TensorNode final : ir::RefCounted {
   Expr body;
   std::vector<ir::Ref<TensorNode>> inputs;
   std::vector<Check> checks;  // compute only: preconditions on its inputs
+  // Placeholders of integers: the values declared when the caller knows them (constant weights
+  // quantized to 7 bits, say); tensorize's intrinsics may need them (te/tensor_intrin.h).
+  std::optional<ValueRange> values;
 };
 
 class Tensor : public ir::Ref<TensorNode> {
@@ -61,8 +70,11 @@ class Tensor : public ir::Ref<TensorNode> {
   bool is_compute() const { return get()->kind == TensorNode::Kind::kCompute; }
 };
 
-// An input of the given shape and element type.
-Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name);
+// An input of the given shape and element type; an integer one may declare the values it holds.
+Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name,
+                   std::optional<ValueRange> values = std::nullopt);
+// The values an integer tensor may hold: those declared, else all of its element type's.
+ValueRange value_range(const Tensor& t);
 
 // The tensor whose element at (i0, i1, ...) is fcompute({i0, i1, ...}). The body may be a
 // Reduce (te::sum, te::max, te::min) at the top level. Throws anvil::Error naming the tensor when

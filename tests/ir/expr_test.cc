@@ -775,6 +775,26 @@ TEST(Call, IntrinsicNamesAndArities) {
   }
 }
 
+// The int8 dot products: int32 accumulators, 4 uint8 activations, 4 int8 weights per lane.
+TEST(Call, Int8DotTypes) {
+  Var acc("acc", DataType::Int32(8)), a("a", DataType::UInt(8, 4)), b("b", DataType::Int(8, 32));
+  for (Intrinsic op : {Intrinsic::kDotU8S8, Intrinsic::kDotU8S8Sat16}) {
+    SCOPED_TRACE(intrinsic_name(op));
+    EXPECT_TRUE(is_int8_dot(op));
+    EXPECT_EQ(Call::make(op, {acc, a, b}).type(), DataType::Int32(8));
+    EXPECT_THAT(user_error([&] { Call::make(op, {b, a, b}); }), HasSubstr("is int8x32, not int32"));
+    EXPECT_THAT(user_error([&] {
+                  Call::make(op, {acc, Var("s", DataType::Int(8, 4)), b});
+                }),
+                HasSubstr("a s is int8x4, not uint8x4"));
+    EXPECT_THAT(user_error([&] {
+                  Call::make(op, {acc, a, Var("w", DataType::Int(8, 16))});
+                }),
+                HasSubstr("not int8x32 (4 per accumulator lane)"));
+  }
+  EXPECT_FALSE(is_int8_dot(Intrinsic::kFma));
+}
+
 TEST(Call, RejectsWrongArity) {
   Var x("x", f32);
   EXPECT_THAT(user_error([&] {

@@ -315,6 +315,18 @@ class IRInterpreter {
     std::vector<Lanes> args;
     for (const ir::Expr& a : op->args) args.push_back(eval(a));
     Lanes out(args[0].size());
+    if (ir::is_int8_dot(op->op)) {
+      const bool sat16 = op->op == Intrinsic::kDotU8S8Sat16;
+      for (size_t i = 0; i < out.size(); ++i) {
+        double r = args[0][i];
+        for (size_t j = 0; j < 4; j += 2) {
+          double pair = args[1][j] * args[2][4 * i + j] + args[1][j + 1] * args[2][4 * i + j + 1];
+          r += sat16 ? std::clamp(pair, -32768.0, 32767.0) : pair;
+        }
+        out[i] = normalize(op->type, r);
+      }
+      return out;
+    }
     for (size_t i = 0; i < out.size(); ++i) {
       double x = args[0][i];
       double r = 0;
@@ -403,6 +415,9 @@ class IRInterpreter {
         case Intrinsic::kFmod:
           r = std::fmod(x, args[1][i]);
           break;
+        case Intrinsic::kDotU8S8:
+        case Intrinsic::kDotU8S8Sat16:
+          break;  // above
       }
       out[i] = normalize(op->type, r);
     }

@@ -337,6 +337,27 @@ CExpr FunctionEmitter::let(const Let* op, const CExpr* lane) {
 
 CExpr FunctionEmitter::call(const Call* op, const CExpr* lane) {
   DataType t = op->type;
+  if (is_int8_dot(op->op)) {
+    // acc + a[0] * b[4 * lane] + ... + a[3] * b[4 * lane + 3], a pair at a time (each pair
+    // saturated to int16 for dot_u8s8_sat16): the products fit int32, the sum wraps as in the
+    // other back ends (unsigned, so that C does not call it undefined).
+    CExpr first = lane ? *lane : CExpr{"0", kPostfix};
+    auto product = [&](int j) {
+      CExpr a_lane{std::to_string(j), kPostfix};
+      CExpr b_lane{"4 * " + paren(first, kMultiplicative) + " + " + std::to_string(j), kAdditive};
+      return "(int32_t)" + paren(expr(op->args[1], &a_lane), kUnary) + " * (int32_t)" +
+             paren(expr(op->args[2], &b_lane), kUnary);
+    };
+    std::string text = "(uint32_t)" + paren(expr(op->args[0], lane), kUnary);
+    for (int j = 0; j < 4; j += 2) {
+      std::string pair = "(" + product(j) + " + " + product(j + 1) + ")";
+      if (op->op == Intrinsic::kDotU8S8Sat16) {
+        pair = "(" + pair + " < -32768 ? -32768 : " + pair + " > 32767 ? 32767 : " + pair + ")";
+      }
+      text += " + (uint32_t)" + pair;
+    }
+    return {"(int32_t)(" + text + ")", kUnary};
+  }
   // OpenCL C's math functions are overloaded by type; C and CUDA name the float ones with an f.
   bool opencl = module_.dialect == Dialect::kOpenCL;
   std::string suffix = t.bits() == 32 && !opencl ? "f" : "";

@@ -43,6 +43,14 @@ enum class RuntimeFn {
 struct CodegenOptions {
   std::string cpu;       // the "target-cpu" attribute of every function
   std::string features;  // the "target-features" attribute
+  // The vpdpbusd widths the CPU has (dot_u8s8): 128- and 256-bit with AVX-VNNI or AVX-512 VNNI
+  // and VL, 512-bit with AVX-512 VNNI. Other widths, and CPUs without, get exact generic code.
+  bool vnni_256 = false;
+  bool vnni_512 = false;
+  // vpmaddubsw + vpmaddwd (dot_u8s8_sat16): 128-bit with SSSE3, 256 with AVX2, 512 with AVX-512 BW.
+  bool pmadd_128 = false;
+  bool pmadd_256 = false;
+  bool pmadd_512 = false;
 };
 
 class IRGen {
@@ -135,6 +143,8 @@ class IRGen {
   // `op` on values of type t (float32 or float64; float16 is computed in float32).
   llvm::Value* emit_math(ir::Intrinsic op, const std::vector<llvm::Value*>& args, ir::DataType t);
   llvm::Value* call_intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
+  llvm::Value* emit_dot_u8s8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes,
+                             bool sat16);
   llvm::Value* call_libm(const char* name, llvm::Value* x);  // lane by lane for vectors
   llvm::Value* fconst(llvm::Type* t, double v);
   llvm::Value* iconst(llvm::Type* t, int64_t v);

@@ -5,6 +5,7 @@
 // for exactly the reduced arguments used below, then rounded to float. Measured maximum errors
 // over every float input class are in tests/codegen/llvm_math_test.cc.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include <cmath>
 
@@ -182,10 +183,94 @@ llvm::Value* IRGen::fast_erf_f32(llvm::Value* x) {
   return b_.CreateSelect(b_.CreateFCmpOLT(a, fconst(t, 1.0)), small, large);
 }
 
+// acc + the 4-byte dot products of `a` (broadcast) with each 4 bytes of `b`, exact or (sat16)
+// with each pair of products saturated to int16: vpdpbusd, or vpmaddubsw + vpmaddwd, where the
+// CPU has them at this width; otherwise widened to int32 and summed, with the same results.
+llvm::Value* IRGen::emit_dot_u8s8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes,
+                                  bool sat16) {
+  llvm::Type* i32 = b_.getInt32Ty();
+  const unsigned n = static_cast<unsigned>(lanes);
+  auto* words = llvm::FixedVectorType::get(i32, n);
+  auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * n);
+  auto a_broadcast = [&] { return b_.CreateVectorSplat(n, b_.CreateBitCast(a, i32)); };
+  const bool vnni = ((n == 4 || n == 8) && options_.vnni_256) || (n == 16 && options_.vnni_512);
+  if (!sat16 && vnni) {
+    llvm::Intrinsic::ID id = n == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                             : n == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                      : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    return b_.CreateIntrinsic(id, {}, {acc, a_broadcast(), b_.CreateBitCast(b, words)});
+  }
+  const bool pmadd = (n == 4 && options_.pmadd_128) || (n == 8 && options_.pmadd_256) ||
+                     (n == 16 && options_.pmadd_512);
+  if (sat16 && pmadd) {
+    auto [ubsw, wd] = n == 16  ? std::pair{llvm::Intrinsic::x86_avx512_pmaddubs_w_512,
+                                          llvm::Intrinsic::x86_avx512_pmaddw_d_512}
+                      : n == 8 ? std::pair{llvm::Intrinsic::x86_avx2_pmadd_ub_sw,
+                                           llvm::Intrinsic::x86_avx2_pmadd_wd}
+                               : std::pair{llvm::Intrinsic::x86_ssse3_pmadd_ub_sw_128,
+                                           llvm::Intrinsic::x86_sse2_pmadd_wd};
+    llvm::Value* pairs = b_.CreateIntrinsic(ubsw, {}, {b_.CreateBitCast(a_broadcast(), bytes), b});
+    llvm::Value* ones = llvm::ConstantInt::get(pairs->getType(), 1);
+    return b_.CreateAdd(acc, b_.CreateIntrinsic(wd, {}, {pairs, ones}));
+  }
+  std::vector<int> repeat;
+  for (unsigned k = 0; k < 4 * n; ++k) repeat.push_back(static_cast<int>(k % 4));
+  if (!sat16 && pmadd) {
+    // Exact with vpmaddwd on int16: each half of b's bytes widened, times a widened, summed in
+    // pairs into int32 (|pair| <= 2 * 255 * 128), then the two pairs of each lane added.
+    llvm::Type* i16 = b_.getInt16Ty();
+    auto* halfwords = llvm::FixedVectorType::get(i16, 2 * n);
+    std::vector<int> half_repeat(repeat.begin(), repeat.begin() + 2 * n);
+    llvm::Value* a16 =
+        b_.CreateShuffleVector(b_.CreateZExt(a, llvm::FixedVectorType::get(i16, 4)), half_repeat);
+    llvm::Intrinsic::ID wd = n == 16  ? llvm::Intrinsic::x86_avx512_pmaddw_d_512
+                             : n == 8 ? llvm::Intrinsic::x86_avx2_pmadd_wd
+                                      : llvm::Intrinsic::x86_sse2_pmadd_wd;
+    std::vector<llvm::Value*> pairs;
+    for (unsigned h = 0; h < 2; ++h) {
+      std::vector<int> part;
+      for (unsigned k = 0; k < 2 * n; ++k) part.push_back(static_cast<int>(h * 2 * n + k));
+      llvm::Value* b16 = b_.CreateSExt(b_.CreateShuffleVector(b, part), halfwords);
+      pairs.push_back(b_.CreateIntrinsic(wd, {}, {a16, b16}));
+    }
+    std::vector<int> even, odd;
+    for (unsigned i = 0; i < n; ++i) {
+      even.push_back(static_cast<int>(2 * i));
+      odd.push_back(static_cast<int>(2 * i + 1));
+    }
+    return b_.CreateAdd(acc, b_.CreateAdd(b_.CreateShuffleVector(pairs[0], pairs[1], even),
+                                          b_.CreateShuffleVector(pairs[0], pairs[1], odd)));
+  }
+  auto* wide = llvm::FixedVectorType::get(i32, 4 * n);
+  llvm::Value* a_wide =
+      b_.CreateShuffleVector(b_.CreateZExt(a, llvm::FixedVectorType::get(i32, 4)), repeat);
+  llvm::Value* products = b_.CreateMul(a_wide, b_.CreateSExt(b, wide));
+  auto every_fourth = [&](int j) -> llvm::Value* {
+    if (n == 1) return b_.CreateExtractElement(products, static_cast<uint64_t>(j));
+    std::vector<int> pick;
+    for (unsigned i = 0; i < n; ++i) pick.push_back(static_cast<int>(4 * i) + j);
+    return b_.CreateShuffleVector(products, pick);
+  };
+  llvm::Value* sum = acc;
+  for (int j = 0; j < 4; j += 2) {
+    llvm::Value* pair = b_.CreateAdd(every_fourth(j), every_fourth(j + 1));
+    if (sat16) {
+      llvm::Type* t = pair->getType();
+      pair = call_intrinsic(llvm::Intrinsic::smax, {pair, llvm::ConstantInt::get(t, -32768, true)});
+      pair = call_intrinsic(llvm::Intrinsic::smin, {pair, llvm::ConstantInt::get(t, 32767, true)});
+    }
+    sum = b_.CreateAdd(sum, pair);
+  }
+  return sum;
+}
+
 llvm::Value* IRGen::emit_call(const ir::Call* op) {
   std::vector<llvm::Value*> args;
   for (const ir::Expr& arg : op->args) args.push_back(emit(arg));
   DataType t = op->type;
+  if (ir::is_int8_dot(op->op)) {
+    return emit_dot_u8s8(args[0], args[1], args[2], t.lanes(), op->op == Intrinsic::kDotU8S8Sat16);
+  }
   if (t.is_float() && t.bits() == 16) {
     // float16: compute in float32, round once at the end.
     DataType wide = DataType::Float32(t.lanes());
@@ -252,6 +337,9 @@ llvm::Value* IRGen::emit_math(Intrinsic op, const std::vector<llvm::Value*>& arg
       return call_libm(ir::intrinsic_name(op), x);
     case Intrinsic::kFmod:
       return b_.CreateFRem(args[0], args[1]);
+    case Intrinsic::kDotU8S8:
+    case Intrinsic::kDotU8S8Sat16:
+      break;  // emit_call
   }
   fail(str("no code for intrinsic ", ir::intrinsic_name(op)));
 }

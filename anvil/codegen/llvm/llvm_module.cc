@@ -194,7 +194,16 @@ std::unique_ptr<LLVMModule> LLVMModuleImpl::build(const std::vector<ir::LoweredF
   m->module_->setTargetTriple(m->resolved_.triple);
   m->module_->setDataLayout(m->tm_->createDataLayout());
 
-  llvm_backend::IRGen gen(*m->module_, {m->resolved_.cpu, m->resolved_.feature_string()});
+  llvm_backend::CodegenOptions options{m->resolved_.cpu, m->resolved_.feature_string()};
+  if (llvm::Triple(m->resolved_.triple).isX86()) {
+    const llvm::MCSubtargetInfo& sti = *m->tm_->getMCSubtargetInfo();
+    options.vnni_512 = sti.checkFeatures("+avx512vnni");
+    options.vnni_256 = sti.checkFeatures("+avxvnni") || sti.checkFeatures("+avx512vnni,+avx512vl");
+    options.pmadd_128 = sti.checkFeatures("+ssse3");
+    options.pmadd_256 = sti.checkFeatures("+avx2");
+    options.pmadd_512 = sti.checkFeatures("+avx512bw");
+  }
+  llvm_backend::IRGen gen(*m->module_, options);
   for (const ir::LoweredFunc& f : funcs) {
     gen.add_kernel(f);
     m->names_.push_back(f.name);
