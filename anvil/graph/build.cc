@@ -46,6 +46,19 @@ te::Tensor copy_tensor(const te::Tensor& t, const std::string& name) {
       name);
 }
 
+// What a constant of 8-bit integers holds, for kernels whose instructions need to know (AVX2's
+// int8 dot product, te/tensor_intrin.h); nothing for other values.
+std::optional<te::ValueRange> constant_values(const Value& v) {
+  if (v.kind != ValueKind::kConstant || v.data.numel() == 0) return std::nullopt;
+  auto range = [&](const auto* data) {
+    auto [lo, hi] = std::minmax_element(data, data + v.data.numel());
+    return te::ValueRange{*lo, *hi};
+  };
+  if (v.type.dtype == ir::DataType::Int(8)) return range(v.data.data_as<int8_t>());
+  if (v.type.dtype == ir::DataType::UInt(8)) return range(v.data.data_as<uint8_t>());
+  return std::nullopt;
+}
+
 // The tensor-expression function of one group.
 struct GroupFunc {
   std::vector<te::Tensor> inputs, outputs;
@@ -59,7 +72,8 @@ GroupFunc group_function(const Graph& g, const FusedGroup& group, size_t index) 
   for (size_t k = 0; k < group.inputs.size(); ++k) {
     const Value& v = g.value(group.inputs[k]);
     te::Tensor p = te::placeholder(ops::to_exprs(v.type.shape), v.type.dtype,
-                                   "g" + std::to_string(index) + "_in" + std::to_string(k));
+                                   "g" + std::to_string(index) + "_in" + std::to_string(k),
+                                   constant_values(v));
     tensors[group.inputs[k]] = p;
     f.inputs.push_back(p);
   }

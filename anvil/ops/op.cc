@@ -276,6 +276,7 @@ void register_all() {
   register_scatter_scan_ops();
   register_grid_sample_ops();
   register_dense_ops();
+  register_dense_int8_ops();
   register_conv_ops();
   register_pool_norm_ops();
   register_transform_ops();

@@ -287,6 +287,106 @@ TEST(IntegerProducts, MatMulIntegerAndQLinearMatMul) {
   }
 }
 
+// A constant int8 weight without a zero point takes the int8 kernels (dense_int8): uint8 and
+// int8 activations, with and without a zero point, rows of rank 3, K and N past the kernels'
+// groups and blocks; also behind DynamicQuantizeLinear, as PyTorch exports a dynamically
+// quantized Linear layer. Checked against the formula, compiled and interpreted.
+TEST(IntegerProducts, ConstantInt8WeightsTakeTheInt8Kernels) {
+  const int64_t K = 45, N = 21;
+  NDArray b = random_ints<int8_t>({K, N}, -128, 127, 7);
+  std::vector<int> bv = values_of<int8_t>(b);
+  struct Case {
+    int a_type;
+    bool has_zero_point;
+    int zero_point;
+  };
+  for (const Case& cs :
+       {Case{kU8, false, 0}, Case{kU8, true, 37}, Case{kI8, false, 0}, Case{kI8, true, -20}}) {
+    SCOPED_TRACE(::testing::Message() << "a type " << cs.a_type << " zero point " << cs.zero_point);
+    const bool s = cs.a_type == kI8;
+    NDArray a = s ? random_ints<int8_t>({2, 3, K}, -128, 127, 8)
+                  : random_ints<uint8_t>({2, 3, K}, 0, 255, 8);
+    OnnxModel m(10);
+    m.input("a", {2, 3, K}, cs.a_type);
+    init_ints(m, "b", {K, N}, kI8, bv);
+    std::vector<std::string> ins = {"a", "b"};
+    if (cs.has_zero_point) {
+      init_ints(m, "azp", {}, cs.a_type, {cs.zero_point});
+      ins.push_back("azp");
+    }
+    m.output("y");
+    m.node("MatMulInteger", ins, {"y"}, "mm");
+    const int zp = cs.zero_point;
+    graph::Graph g = frontend::import_onnx_bytes(m.bytes());
+    graph::CompiledGraph cg = graph::CompiledGraph::build(g, Target::host(), {});
+    EXPECT_NE(cg.summary().find("dense_int8"), std::string::npos) << cg.summary();
+    for (const auto& [what, out] : run_both(m, {a})) {
+      for (int64_t r = 0; r < 6; ++r)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t sum = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            int av = s ? at<int8_t>(a, r * K + k) : at<uint8_t>(a, r * K + k);
+            sum += int64_t{av - zp} * bv[static_cast<size_t>(k * N + j)];
+          }
+          ASSERT_EQ(out.at(0).data_as<int32_t>()[r * N + j], sum)
+              << what << " row " << r << " column " << j;
+        }
+    }
+  }
+  // QLinearMatMul on the same weight, zero point 0 given explicitly, requantized.
+  {
+    NDArray a = random_ints<uint8_t>({5, K}, 0, 255, 9);
+    const float sa = 0.02f, sb = 0.01f, sy = 0.7f;
+    OnnxModel q(10);
+    q.input("a", {5, K}, kU8);
+    q.init_floats("sa", {}, {sa});
+    init_ints(q, "azp", {}, kU8, {90});
+    init_ints(q, "b", {K, N}, kI8, bv);
+    q.init_floats("sb", {}, {sb});
+    init_ints(q, "bzp", {}, kI8, {0});
+    q.init_floats("sy", {}, {sy});
+    init_ints(q, "yzp", {}, kU8, {100});
+    q.output("y");
+    q.node("QLinearMatMul", {"a", "sa", "azp", "b", "sb", "bzp", "sy", "yzp"}, {"y"}, "qmm");
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(q.bytes()), Target::host(), {});
+    EXPECT_NE(cg.summary().find("dense_int8"), std::string::npos) << cg.summary();
+    for (const auto& [what, out] : run_both(q, {a})) {
+      for (int64_t r = 0; r < 5; ++r)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t sum = 0;
+          for (int64_t k = 0; k < K; ++k)
+            sum += int64_t{at<uint8_t>(a, r * K + k) - 90} * bv[static_cast<size_t>(k * N + j)];
+          float real = static_cast<float>(sum) * (sa * sb / sy);
+          ASSERT_EQ(at<uint8_t>(out.at(0), r * N + j), quantize(real, 1.0f, 100, 0, 255))
+              << what << " row " << r << " column " << j;
+        }
+    }
+  }
+  // DynamicQuantizeLinear, then the product with the run-time zero point.
+  OnnxModel d(11);
+  d.input("x", {4, K}, kF32);
+  init_ints(d, "b", {K, N}, kI8, bv);
+  d.output("y");
+  d.output("q");
+  d.output("zp");
+  d.node("DynamicQuantizeLinear", {"x"}, {"q", "scale", "zp"}, "dq");
+  d.node("MatMulInteger", {"q", "b", "zp"}, {"y"}, "mm");
+  std::vector<float> xv(4 * K);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.37f * static_cast<float>(i)) * 3 - 1;
+  for (const auto& [what, out] : run_both(d, {floats({4, K}, xv)})) {
+    const int zp = at<uint8_t>(out.at(2), 0);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t sum = 0;
+        for (int64_t k = 0; k < K; ++k)
+          sum +=
+              int64_t{at<uint8_t>(out.at(1), r * K + k) - zp} * bv[static_cast<size_t>(k * N + j)];
+        ASSERT_EQ(out.at(0).data_as<int32_t>()[r * N + j], sum) << what << " row " << r;
+      }
+  }
+}
+
 // ConvInteger and QLinearConv on [1, 2, 6, 5] uint8 with int8 weights [3, 2, 3, 3], zero points
 // per tensor (x) and per output channel (w), padding 1, stride 2; QLinearConv with an int32 bias
 // and a scale per output channel.

@@ -104,10 +104,10 @@ std::vector<ValueId> map_dynamic_quantize_linear(Ctx& c) {
 }
 
 // ---- integer products: exact int32 accumulation of (x - zero point) products, as ONNX defines
-// them. The library's matmul and conv2d are float32 kernels: a product here is an int32
-// broadcast product summed (matmul), or the plain N-D convolution on int32 (conv3d, a 1-D or 2-D
-// one with unit leading spatial dimensions). Correct, not fast: tuned int8 kernels are future
-// work.
+// them. A product of uint8 or int8 activations with a constant int8 weight matrix runs on the
+// int8 kernels (int8_product: dense_int8). Others are an int32 broadcast product summed (matmul),
+// or the plain N-D convolution on int32 (conv3d, a 1-D or 2-D one with unit leading spatial
+// dimensions): correct, not fast.
 
 // int32 (input i - zero point input zp); a 1-D zero point of `n` values is reshaped to
 // `per_value` (the axis it applies along), a single value applies to every element.
@@ -188,8 +188,63 @@ int64_t dim(Ctx& c, int i, int from_end) {
   return s[s.size() - static_cast<size_t>(from_end)];
 }
 
+// The int32 product (a - a_zero_point) . b through the int8 kernels (dense_int8: uint8
+// activations, packed int8 weights), where b is a constant int8 matrix [K, N] with no zero point
+// (or zeros) and a's zero point is one value: an int8 a is moved to uint8 (+128), and the zero
+// point's share, zero_point * (the column sums of b), is subtracted. -1 where that does not hold.
+ValueId int32_scalar(Ctx& c, const std::string& base, int32_t v) {
+  runtime::NDArray a = runtime::NDArray::empty({}, runtime::dl_int32());
+  *a.data_as<int32_t>() = v;
+  return c.constant(base, a);
+}
+
+ValueId int8_product(Ctx& c, int a, int a_zp, int b, int b_zp) {
+  // Copies: emitting nodes below grows the graph's values.
+  const ops::TensorType at = c.type(a);
+  const ops::TensorType bt = c.type(b);
+  if (!(at.dtype == DataType::UInt(8) || at.dtype == DataType::Int(8)) || at.shape.size() < 2 ||
+      bt.dtype != DataType::Int(8) || bt.shape.size() != 2 || !c.is_const(c.in(b)) ||
+      at.shape.back() != bt.shape[0])
+    return -1;
+  if (c.has_in(b_zp)) {
+    const runtime::NDArray& z = c.g.value(c.in(b_zp)).data;
+    if (!c.is_const(c.in(b_zp)) || c.type(b_zp).dtype != DataType::Int(8)) return -1;
+    const int8_t* zp = z.data_as<int8_t>();
+    if (std::any_of(zp, zp + z.numel(), [](int8_t v) { return v != 0; })) return -1;
+  }
+  if (c.has_in(a_zp)) {
+    int64_t count = 1;
+    for (int64_t d : c.type(a_zp).shape) count *= d;
+    if (count != 1 || c.type(a_zp).dtype != at.dtype) return -1;
+  }
+  const bool signed_a = at.dtype == DataType::Int(8);
+  ValueId x = c.in(a);
+  if (signed_a) {
+    x = cast(
+        c, c.emit1("add", A(), {cast(c, x, DataType::Int(32)), int32_scalar(c, "int8_shift", 128)}),
+        DataType::UInt(8));
+  }
+  ValueId packed = c.emit1("dense_int8_pack_weight", A(), {c.in(b)});
+  ValueId acc = c.emit1("dense_int8", A({{"units", bt.shape[1]}}), {x, packed});
+  // The zero point on the uint8 scale: a_zero_point (+128 for int8).
+  ValueId zp = -1;
+  if (c.has_in(a_zp)) {
+    zp = cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {c.in(a_zp)}),
+              DataType::Int(32));
+    if (signed_a) zp = c.emit1("add", A(), {zp, int32_scalar(c, "int8_shift", 128)});
+  } else if (signed_a) {
+    zp = int32_scalar(c, "int8_shift", 128);
+  }
+  if (zp < 0) return acc;
+  ValueId column_sums =
+      c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}),
+              {cast(c, c.in(b), DataType::Int(32))});
+  return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, column_sums})});
+}
+
 std::vector<ValueId> map_matmul_integer(Ctx& c) {
   ANVIL_CHECK(c.num_in() >= 2, "needs inputs A and B, got ", c.num_in());
+  if (ValueId y = int8_product(c, 0, 2, 1, 3); y >= 0) return {cast(c, y, DataType::Int(32), true)};
   int64_t m = dim(c, 0, 2), n = dim(c, 1, 1);
   ValueId a = minus_zero_point(c, 0, 2, "a_zero_point", m, {m, 1});
   ValueId b = minus_zero_point(c, 1, 3, "b_zero_point", n, {n});
@@ -239,9 +294,13 @@ ValueId requantize(Ctx& c, ValueId acc, ValueId scale, int zp) {
 std::vector<ValueId> map_qlinear_matmul(Ctx& c) {
   ANVIL_CHECK(c.num_in() == 8, "needs 8 inputs, got ", c.num_in());
   int64_t m = dim(c, 0, 2), n = dim(c, 3, 1);
-  ValueId a = minus_zero_point(c, 0, 2, "a_zero_point", m, {m, 1});
-  ValueId b = minus_zero_point(c, 3, 5, "b_zero_point", n, {n});
-  return {requantize(c, integer_matmul(c, a, b), multiplier(c, 1, 4, 6, n, {n}), 7)};
+  ValueId acc = int8_product(c, 0, 2, 3, 5);
+  if (acc < 0) {
+    ValueId a = minus_zero_point(c, 0, 2, "a_zero_point", m, {m, 1});
+    ValueId b = minus_zero_point(c, 3, 5, "b_zero_point", n, {n});
+    acc = integer_matmul(c, a, b);
+  }
+  return {requantize(c, acc, multiplier(c, 1, 4, 6, n, {n}), 7)};
 }
 
 // QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B).
