@@ -26,9 +26,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "anvil/codegen/llvm/codegen_llvm.h"
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
+#include "anvil/ops/int8_dot.h"
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
@@ -177,12 +177,8 @@ struct Tiles {
   int64_t bm = 1, bn = kBlock, parallel = 0;
 };
 
-int64_t lanes_of(const Target& target) {
-  return std::clamp<int64_t>(target.vector_lanes(32), 4, 16);
-}
-
 Tiles default_tiles(const Problem& p, const Target& target) {
-  const int64_t lanes = lanes_of(target);
+  const int64_t lanes = int8_dot_lanes(target);
   const int64_t regs =
       target.vector_registers > 0 ? target.vector_registers : (target.vector_bits >= 512 ? 32 : 16);
   Tiles t;
@@ -210,26 +206,6 @@ ConfigSpace dense_int8_space(const std::vector<TensorType>& in, const Attrs& att
   return {m, n, par};
 }
 
-// The dot product for vectors of `lanes` int32 on `target`, reading activations that may hold
-// `a` and weights that may hold `b`.
-te::TensorIntrin pick_dot(const Target& target, int64_t lanes, te::ValueRange a, te::ValueRange b) {
-  std::vector<std::string> f = codegen::target_cpu(target).features;
-  auto has = [&](const char* name) { return std::find(f.begin(), f.end(), name) != f.end(); };
-  const int l = static_cast<int>(lanes);
-  const bool vnni =
-      lanes == 16 ? has("avx512vnni") : has("avxvnni") || (has("avx512vnni") && has("avx512vl"));
-  if (vnni) return te::dot_u8s8_intrin(l);
-  const bool pmadd = lanes == 16 ? has("avx512bw") : lanes == 8 ? has("avx2") : has("ssse3");
-  te::TensorIntrin sat16 = te::dot_u8s8_sat16_intrin(l);
-  if (pmadd && sat16.check_ranges({a, b}).empty()) return sat16;
-  return te::dot_u8s8_intrin(l);
-}
-
-te::ValueRange values_read(const te::Tensor& t) {
-  if (!t.is_compute()) return te::value_range(t);
-  return {t->dtype.min_value(), t->dtype.max_value()};
-}
-
 void schedule_dense_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
                              const Target& target, const Config& config) {
   const te::Tensor& out = outs[0];
@@ -255,7 +231,7 @@ void schedule_dense_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& out
   Tiles d = default_tiles(p, target);
   const int64_t bm = knob(config, "tile_m", d.bm), bn = knob(config, "tile_n", d.bn);
   const int64_t par = knob(config, "parallel", d.parallel);
-  const int64_t lanes = lanes_of(target);
+  const int64_t lanes = int8_dot_lanes(target);
   ANVIL_CHECK(bm >= 1, "dense_int8: knob tile_m must be positive, not ", bm);
   ANVIL_CHECK(bn % kBlock == 0 && bn > 0 && (p.NB * kBlock) % bn == 0,
               "dense_int8: knob tile_n must be a multiple of ", kBlock,
@@ -289,7 +265,7 @@ void schedule_dense_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& out
   sa.unroll(r);
   sa.unroll(nbk);
   if (nh.get()) sa.unroll(nh);
-  sa.tensorize(nl, pick_dot(target, lanes, values_read(x), values_read(w)));
+  sa.tensorize(nl, pick_int8_dot(target, lanes, int8_values_read(x), int8_values_read(w)));
 
   if (xp.get()) {
     te::Stage sx = s[xp];

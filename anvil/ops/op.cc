@@ -278,6 +278,7 @@ void register_all() {
   register_dense_ops();
   register_dense_int8_ops();
   register_conv_ops();
+  register_conv_int8_ops();
   register_pool_norm_ops();
   register_transform_ops();
   register_reduce_ops();

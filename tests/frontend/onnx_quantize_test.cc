@@ -454,5 +454,96 @@ TEST(IntegerProducts, ConvIntegerAndQLinearConv) {
   }
 }
 
+// A constant int8 filter bank without a zero point takes the int8 convolution (conv2d_int8):
+// uint8 and int8 inputs, with and without a zero point (the padding then holds it), stride 2 and
+// asymmetric padding, channels that the kernel's groups of 4 and blocks of 16 do not divide; and
+// QLinearConv with a bias. Checked against the formula, compiled and interpreted.
+TEST(IntegerProducts, ConstantInt8FiltersTakeTheInt8Convolution) {
+  const int64_t C = 5, O = 19, H = 8, W = 7, OH = 4, OW = 4;
+  NDArray w = random_ints<int8_t>({O, C, 3, 3}, -128, 127, 11);
+  std::vector<int> wv = values_of<int8_t>(w);
+  auto window = [](::onnx::NodeProto& n) {
+    OnnxModel::attr(n, "pads", V{1, 0, 1, 2});
+    OnnxModel::attr(n, "strides", V{2, 2});
+  };
+  auto conv_at = [&](const NDArray& x, bool s, int zp, int64_t o, int64_t y, int64_t xx) {
+    int64_t sum = 0;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < 3; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          int64_t iy = y * 2 + ky - 1, ix = xx * 2 + kx;
+          if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;  // padding: (x - zp) is 0
+          const int64_t i = (c * H + iy) * W + ix;
+          sum += int64_t{(s ? at<int8_t>(x, i) : at<uint8_t>(x, i)) - zp} *
+                 wv[static_cast<size_t>(((o * C + c) * 3 + ky) * 3 + kx)];
+        }
+    return sum;
+  };
+  struct Case {
+    int x_type;
+    bool has_zero_point;
+    int zero_point;
+  };
+  for (const Case& cs :
+       {Case{kU8, false, 0}, Case{kU8, true, 100}, Case{kI8, false, 0}, Case{kI8, true, -7}}) {
+    SCOPED_TRACE(::testing::Message() << "x type " << cs.x_type << " zero point " << cs.zero_point);
+    const bool s = cs.x_type == kI8;
+    NDArray x = s ? random_ints<int8_t>({1, C, H, W}, -128, 127, 12)
+                  : random_ints<uint8_t>({1, C, H, W}, 0, 255, 12);
+    OnnxModel m(10);
+    m.input("x", {1, C, H, W}, cs.x_type);
+    init_ints(m, "w", {O, C, 3, 3}, kI8, wv);
+    std::vector<std::string> ins = {"x", "w"};
+    if (cs.has_zero_point) {
+      init_ints(m, "xzp", {}, cs.x_type, {cs.zero_point});
+      ins.push_back("xzp");
+    }
+    m.output("y");
+    window(m.node("ConvInteger", ins, {"y"}, "conv"));
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
+    EXPECT_NE(cg.summary().find("conv2d_int8"), std::string::npos) << cg.summary();
+    for (const auto& [what, out] : run_both(m, {x})) {
+      ASSERT_EQ(out.at(0).shape(), (V{1, O, OH, OW})) << what;
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t p = 0; p < OH * OW; ++p)
+          ASSERT_EQ(out.at(0).data_as<int32_t>()[o * OH * OW + p],
+                    conv_at(x, s, cs.zero_point, o, p / OW, p % OW))
+              << what << " channel " << o << " position " << p;
+    }
+  }
+  // QLinearConv: uint8 in with a zero point, the bias, per-channel scales, uint8 out.
+  NDArray x = random_ints<uint8_t>({1, C, H, W}, 0, 255, 13);
+  const float sx = 0.05f, sy = 3.0f;
+  std::vector<float> sw(O);
+  std::vector<int> bias(O), zeros(O, 0);
+  for (int64_t o = 0; o < O; ++o) {
+    sw[static_cast<size_t>(o)] = 0.01f + 0.002f * static_cast<float>(o);
+    bias[static_cast<size_t>(o)] = static_cast<int>(o * 97) - 900;
+  }
+  OnnxModel q(10);
+  q.input("x", {1, C, H, W}, kU8);
+  q.init_floats("sx", {}, {sx});
+  init_ints(q, "xzp", {}, kU8, {60});
+  init_ints(q, "w", {O, C, 3, 3}, kI8, wv);
+  q.init_floats("sw", {O}, sw);
+  init_ints(q, "wzp", {O}, kI8, zeros);
+  q.init_floats("sy", {}, {sy});
+  init_ints(q, "yzp", {}, kU8, {128});
+  init_ints(q, "bias", {O}, kI32, bias);
+  q.output("y");
+  window(q.node("QLinearConv", {"x", "sx", "xzp", "w", "sw", "wzp", "sy", "yzp", "bias"}, {"y"},
+                "qconv"));
+  for (const auto& [what, out] : run_both(q, {x})) {
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t p = 0; p < OH * OW; ++p) {
+        int64_t acc = conv_at(x, false, 60, o, p / OW, p % OW) + bias[static_cast<size_t>(o)];
+        float real = static_cast<float>(acc) * (sx * sw[static_cast<size_t>(o)] / sy);
+        ASSERT_EQ(at<uint8_t>(out.at(0), o * OH * OW + p), quantize(real, 1.0f, 128, 0, 255))
+            << what << " channel " << o << " position " << p;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace anvil

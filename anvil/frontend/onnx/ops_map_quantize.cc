@@ -251,8 +251,71 @@ std::vector<ValueId> map_matmul_integer(Ctx& c) {
   return {cast(c, integer_matmul(c, a, b), DataType::Int(32), true)};
 }
 
+// The int32 convolution (x - x_zero_point) * w through the int8 kernels (conv2d_int8), where x
+// is 2-D ([N, C, H, W], uint8 or int8, one zero point), w a constant int8 [O, C, KH, KW] with no
+// zero point (or zeros) and group 1: int8 x moved to uint8 (+128), the padding filled with the
+// zero point, and the zero point's share, zero_point * (each filter's sum), subtracted. -1 where
+// that does not hold.
+ValueId int8_convolution(Ctx& c, int x, int x_zp, int w, int w_zp) {
+  // Copies: emitting nodes below grows the graph's values.
+  const ops::TensorType xt = c.type(x);
+  const ops::TensorType wt = c.type(w);
+  if (!(xt.dtype == DataType::UInt(8) || xt.dtype == DataType::Int(8)) || xt.shape.size() != 4 ||
+      wt.dtype != DataType::Int(8) || wt.shape.size() != 4 || !c.is_const(c.in(w)) ||
+      c.attr_int("group", 1) != 1 || wt.shape[1] != xt.shape[1])
+    return -1;
+  if (c.has_in(w_zp)) {
+    const runtime::NDArray& z = c.g.value(c.in(w_zp)).data;
+    if (!c.is_const(c.in(w_zp)) || c.type(w_zp).dtype != DataType::Int(8)) return -1;
+    const int8_t* zp = z.data_as<int8_t>();
+    if (std::any_of(zp, zp + z.numel(), [](int8_t v) { return v != 0; })) return -1;
+  }
+  if (c.has_in(x_zp)) {
+    int64_t count = 1;
+    for (int64_t d : c.type(x_zp).shape) count *= d;
+    if (count != 1 || c.type(x_zp).dtype != xt.dtype) return -1;
+  }
+  const std::vector<int64_t> in(xt.shape.begin() + 2, xt.shape.end());
+  const std::vector<int64_t> kernel(wt.shape.begin() + 2, wt.shape.end());
+  const std::vector<int64_t> strides = c.attr_ints("strides", {1, 1});
+  const std::vector<int64_t> dil = c.attr_ints("dilations", {1, 1});
+  const std::vector<int64_t> pads =
+      window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
+  const bool signed_x = xt.dtype == DataType::Int(8);
+  ValueId xu = c.in(x);
+  if (signed_x) {
+    xu = cast(
+        c,
+        c.emit1("add", A(), {cast(c, xu, DataType::Int(32)), int32_scalar(c, "int8_shift", 128)}),
+        DataType::UInt(8));
+  }
+  // The zero point on the uint8 scale, as int32 (-1: none, the padding holds 0).
+  ValueId zp = -1;
+  if (c.has_in(x_zp)) {
+    zp = cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {c.in(x_zp)}),
+              DataType::Int(32));
+    if (signed_x) zp = c.emit1("add", A(), {zp, int32_scalar(c, "int8_shift", 128)});
+  } else if (signed_x) {
+    zp = int32_scalar(c, "int8_shift", 128);
+  }
+  std::vector<ValueId> args = {xu, c.emit1("conv2d_int8_pack_weight", A(), {c.in(w)})};
+  if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
+  ValueId acc = c.emit1(
+      "conv2d_int8",
+      A({{"strides", strides}, {"dilations", dil}, {"pads", pads}, {"channels", wt.shape[0]}}),
+      args);
+  if (zp < 0) return acc;
+  ValueId filter_sums = c.emit1(
+      "reshape", A({{"shape", std::vector<int64_t>{wt.shape[0], 1, 1}}}),
+      {c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{1, 2, 3}}, {"keepdims", int64_t{0}}}),
+               {cast(c, c.in(w), DataType::Int(32))})});
+  return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, filter_sums})});
+}
+
 std::vector<ValueId> map_conv_integer(Ctx& c) {
   ANVIL_CHECK(c.num_in() >= 2, "needs inputs x and w, got ", c.num_in());
+  if (ValueId y = int8_convolution(c, 0, 2, 1, 3); y >= 0)
+    return {cast(c, y, DataType::Int(32), true)};
   int64_t m = c.type(1).shape.empty() ? 0 : c.type(1).shape[0];
   ValueId x = minus_zero_point(c, 0, 2, "x_zero_point", 1, {});
   std::vector<int64_t> per_channel(c.type(1).shape.size(), 1);
@@ -312,9 +375,12 @@ std::vector<ValueId> map_qlinear_conv(Ctx& c) {
   std::vector<int64_t> per_channel(ws.size(), 1), per_output(ws.size() - 1, 1);
   per_channel[0] = m;
   per_output[0] = m;
-  ValueId x = minus_zero_point(c, 0, 2, "x_zero_point", 1, {});
-  ValueId w = minus_zero_point(c, 3, 5, "w_zero_point", m, per_channel);
-  ValueId acc = integer_conv(c, x, w);
+  ValueId acc = int8_convolution(c, 0, 2, 3, 5);
+  if (acc < 0) {
+    ValueId x = minus_zero_point(c, 0, 2, "x_zero_point", 1, {});
+    ValueId w = minus_zero_point(c, 3, 5, "w_zero_point", m, per_channel);
+    acc = integer_conv(c, x, w);
+  }
   if (c.has_in(8)) {
     ANVIL_CHECK(c.type(8).dtype == DataType::Int(32) && c.type(8).shape == std::vector<int64_t>{m},
                 "bias B ", ops::to_string(c.type(8)), " must be int32[", m, "]");

@@ -1,0 +1,351 @@
+// Integer 2-D convolutions on int8 weights (ConvInteger, QLinearConv and what the importer maps to
+// them):
+//
+//   conv2d_int8_pack_weight  w int8 [O, C, KH, KW] -> [ceil(O/16), ceil(C/4), KH, KW, 16, 4]
+//                 (zeros past O and C): each output channel's weights in groups of 4 input
+//                 channels, 16 output channels side by side, as the dot-product instruction reads
+//   conv2d_int8   x uint8 [N, C, H, W], packed int8, optional pad_value uint8 [] (what the
+//                 padding holds: the activations' zero point, so that the zero point's share is
+//                 the same at every output, a constant per channel); attributes strides,
+//                 dilations, pads (window.h, group 1) and channels = O -> int32 [N, O, OH, OW]
+//     xb[n, c4, y, x, i]     = x[n, 4 c4 + i, y - pad_top, x - pad_left], else pad_value (past C:
+//                              0), the input blocked by 4 channels and padded, computed first
+//     acc[n, ob, oy, ox, o]  = sum over c4, ky, kx, i of xb[n, c4, sy oy + dy ky, sx ox + dx kx, i]
+//                              * packed[ob, c4, ky, kx, o, i]
+//     out[n, oc, oy, ox]     = acc[n, oc/16, oy, ox, oc%16]. Exact int32 arithmetic.
+//
+// Default x86 schedule: the output in tiles of one row by tile_w columns by tile_c output
+// channels (whole blocks of 16 dividing the padded channels), the rows and channel tiles in
+// parallel when the work pays; per tile the accumulators in registers (acc at the tile loop), the
+// reduction over input channel groups and taps outside the tile's columns and channel vectors, each
+// vector's 16 or 8 channels by 4 input channels tensorized (int8_dot.h's pick_int8_dot: vpdpbusd,
+// AVX2's vpmaddubsw form where the values keep pairs of products in int16, else exact).
+#include <algorithm>
+
+#include "anvil/ir/op.h"
+#include "anvil/ops/families.h"
+#include "anvil/ops/int8_dot.h"
+#include "anvil/ops/op.h"
+#include "anvil/ops/schedule_util.h"
+#include "anvil/ops/window.h"
+#include "anvil/support/error.h"
+
+namespace anvil::ops {
+
+namespace {
+
+using ir::DataType;
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+
+constexpr int kBlock = 16;  // output channels per packed block
+constexpr int kGroup = 4;   // input channels per dot-product step
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attrs&) {
+  const std::string op = "conv2d_int8_pack_weight";
+  ANVIL_CHECK(in.size() == 1, op, ": expects 1 input (w), got ", in.size());
+  ANVIL_CHECK(in[0].dtype == DataType::Int(8), op, ": input 'w' must be int8, not ", in[0].dtype);
+  ANVIL_CHECK(in[0].shape.size() == 4, op, ": input 'w' must be [O, C, KH, KW], got ",
+              list_str(in[0].shape));
+  const std::vector<int64_t>& w = in[0].shape;
+  return {{{ceil_div(w[0], kBlock), ceil_div(w[1], kGroup), w[2], w[3], kBlock, kGroup},
+           DataType::Int(8)}};
+}
+
+struct Problem {
+  int64_t N = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, OH = 0, OW = 0, C4 = 0, OB = 0;
+  Window win;
+  bool pad_input = false;
+};
+
+Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
+  const std::string op = "conv2d_int8";
+  ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
+              ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
+  ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
+              ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  ANVIL_CHECK(in[1].dtype == DataType::Int(8) && in[1].shape.size() == 6, op,
+              ": input 'packed' must be int8 [O/16, C/4, KH, KW, 16, 4], got ", to_string(in[1]));
+  if (in.size() == 3) {
+    ANVIL_CHECK(in[2].dtype == DataType::UInt(8) && in[2].shape.empty(), op,
+                ": input 'pad_value' must be a uint8 scalar, got ", to_string(in[2]));
+  }
+  Problem p;
+  p.win = parse_window(attrs, 2, 0);
+  p.N = in[0].shape[0];
+  p.C = in[0].shape[1];
+  p.H = in[0].shape[2];
+  p.W = in[0].shape[3];
+  p.O = attrs.get_int("channels");
+  p.KH = in[1].shape[2];
+  p.KW = in[1].shape[3];
+  p.C4 = ceil_div(p.C, kGroup);
+  p.OB = ceil_div(p.O, kBlock);
+  const std::vector<int64_t> want = {p.OB, p.C4, p.KH, p.KW, kBlock, kGroup};
+  ANVIL_CHECK(in[1].shape == want, op, ": input 'packed' ", list_str(in[1].shape),
+              " does not hold channels = ", p.O, " filters over C = ", p.C,
+              " input channels (expected ", list_str(want), ")");
+  auto out_size = [&](int64_t n, int64_t k, size_t d) {
+    const int64_t eff = (k - 1) * p.win.dilations[d] + 1;
+    const int64_t padded = n + p.win.pad_lo[d] + p.win.pad_hi[d];
+    ANVIL_CHECK(padded >= eff, op, ": input x ", to_string(in[0]), " padded to ", padded,
+                " is smaller than the dilated kernel ", eff, " along spatial axis ", d);
+    return (padded - eff) / p.win.strides[d] + 1;
+  };
+  p.OH = out_size(p.H, p.KH, 0);
+  p.OW = out_size(p.W, p.KW, 1);
+  p.pad_input = in.size() == 3;
+  return p;
+}
+
+std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, const Attrs& attrs) {
+  std::vector<TensorType> types;
+  for (const te::Tensor& t : in) types.push_back(type_of(t));
+  Problem p = analyze(types, attrs);
+  te::Tensor x = in[0], w = in[1];
+  const int C = static_cast<int>(p.C), H = static_cast<int>(p.H), W = static_cast<int>(p.W);
+  const int pt = static_cast<int>(p.win.pad_lo[0]), pl = static_cast<int>(p.win.pad_lo[1]);
+  const int64_t HP = p.H + p.win.pad_lo[0] + p.win.pad_hi[0];
+  const int64_t WP = p.W + p.win.pad_lo[1] + p.win.pad_hi[1];
+  te::Tensor xb = te::compute(
+      to_exprs({p.N, p.C4, HP, WP, kGroup}),
+      [&](const std::vector<Var>& v) {
+        Expr c = v[1] * kGroup + v[4], y = v[2] - pt, xx = v[3] - pl;
+        Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
+        Expr fill = p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
+        Expr value = x(v[0], min(c, C - 1), max(min(y, H - 1), 0), max(min(xx, W - 1), 0));
+        return select(c < C, select(inside, value, fill), ir::make_zero(DataType::UInt(8)));
+      },
+      "conv2d_int8_x");
+  IterVar c4 = te::reduce_axis(static_cast<int>(p.C4), "c4");
+  IterVar ky = te::reduce_axis(static_cast<int>(p.KH), "ky");
+  IterVar kx = te::reduce_axis(static_cast<int>(p.KW), "kx");
+  IterVar i = te::reduce_axis(kGroup, "i");
+  const int sy = static_cast<int>(p.win.strides[0]), sx = static_cast<int>(p.win.strides[1]);
+  const int dy = static_cast<int>(p.win.dilations[0]), dx = static_cast<int>(p.win.dilations[1]);
+  te::Tensor acc = te::compute(
+      to_exprs({p.N, p.OB, p.OH, p.OW, kBlock}),
+      [&](const std::vector<Var>& v) {
+        Expr a = xb(v[0], c4->var, v[2] * sy + ky->var * dy, v[3] * sx + kx->var * dx, i->var);
+        Expr b = w(v[1], c4->var, ky->var, kx->var, v[4], i->var);
+        return te::sum(cast(DataType::Int32(), a) * cast(DataType::Int32(), b), {c4, ky, kx, i});
+      },
+      "conv2d_int8_acc");
+  te::Tensor out = te::compute(
+      to_exprs({p.N, p.O, p.OH, p.OW}),
+      [&](Var n, Var o, Var y, Var xx) {
+        return acc(n, floordiv(o, kBlock), y, xx, floormod(o, kBlock));
+      },
+      "conv2d_int8");
+  return {out};
+}
+
+std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDArray>& in,
+                                                  const Attrs& attrs) {
+  std::vector<TensorType> types = {{in[0].shape(), DataType::UInt(8)},
+                                   {in[1].shape(), DataType::Int(8)}};
+  if (in.size() == 3) types.push_back({in[2].shape(), DataType::UInt(8)});
+  Problem p = analyze(types, attrs);
+  const auto* x = in[0].data_as<uint8_t>();
+  const auto* w = in[1].data_as<int8_t>();
+  const int64_t fill = in.size() == 3 ? in[2].data_as<uint8_t>()[0] : 0;
+  runtime::NDArray out = runtime::NDArray::empty({p.N, p.O, p.OH, p.OW}, runtime::dl_int32());
+  int32_t* o = out.data_as<int32_t>();
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t oc = 0; oc < p.O; ++oc)
+      for (int64_t oy = 0; oy < p.OH; ++oy)
+        for (int64_t ox = 0; ox < p.OW; ++ox) {
+          int64_t s = 0;
+          for (int64_t c = 0; c < p.C; ++c)
+            for (int64_t ky = 0; ky < p.KH; ++ky)
+              for (int64_t kx = 0; kx < p.KW; ++kx) {
+                const int64_t y = oy * p.win.strides[0] + ky * p.win.dilations[0] - p.win.pad_lo[0];
+                const int64_t xx =
+                    ox * p.win.strides[1] + kx * p.win.dilations[1] - p.win.pad_lo[1];
+                const bool inside = y >= 0 && y < p.H && xx >= 0 && xx < p.W;
+                const int64_t a = inside ? x[((n * p.C + c) * p.H + y) * p.W + xx] : fill;
+                const int64_t b =
+                    w[((((oc / kBlock * p.C4 + c / kGroup) * p.KH + ky) * p.KW + kx) * kBlock +
+                       oc % kBlock) *
+                          kGroup +
+                      c % kGroup];
+                s += a * b;
+              }
+          *o++ = static_cast<int32_t>(s);
+        }
+  return {out};
+}
+
+struct Tiles {
+  int64_t tw = 1, tc = kBlock, parallel = 0;
+};
+
+Tiles default_tiles(const Problem& p, const Target& target) {
+  const int64_t lanes = int8_dot_lanes(target);
+  const int64_t regs =
+      target.vector_registers > 0 ? target.vector_registers : (target.vector_bits >= 512 ? 32 : 16);
+  Tiles t;
+  // One block of 16 channels (2 AVX2 vectors, 1 AVX-512 one), columns to 3/4 of the registers,
+  // balanced so that the last tile of a row is not a short tail.
+  t.tc = kBlock;
+  const int64_t vectors = kBlock / lanes;
+  const int64_t cols = std::max<int64_t>(1, regs * 3 / 4 / vectors);
+  const int64_t tiles = ceil_div(p.OW, cols);
+  t.tw = ceil_div(p.OW, tiles);
+  t.parallel = p.N * p.O * p.OH * p.OW * p.C * p.KH * p.KW >= kParallelMultiplyAdds ? 1 : 0;
+  return t;
+}
+
+ConfigSpace conv_int8_space(const std::vector<TensorType>& in, const Attrs& attrs,
+                            const Target& target) {
+  Problem p = analyze(in, attrs);
+  Tiles d = default_tiles(p, target);
+  Knob w{"tile_w", {d.tw}}, c{"tile_c", {d.tc}}, par{"parallel", {d.parallel, 1 - d.parallel}};
+  for (int64_t v : {2, 4, 6, 8, 12, 16})
+    if (v <= p.OW && v != d.tw) w.values.push_back(v);
+  for (int64_t b : {2, 4})
+    if (p.OB % b == 0) c.values.push_back(b * kBlock);
+  return {w, c, par};
+}
+
+void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
+                            const Target& target, const Config& config) {
+  const te::Tensor& out = outs[0];
+  te::Tensor acc;
+  for (const te::Tensor& t : te::topological_order({out}))
+    if (t.is_compute() && t->body.as<ir::Reduce>()) acc = t;
+  ANVIL_CHECK(acc.get(), "conv2d_int8 schedule: '", out.name(), "' computes no convolution");
+  te::Tensor xb(acc->inputs[0].get()), w(acc->inputs[1].get());
+  for (const te::Tensor& t : te::topological_order({out})) {
+    if (t.is_compute() && t.get() != out.get() && t.get() != acc.get() && t.get() != xb.get() &&
+        t.get() != w.get())
+      s[t].compute_inline();
+  }
+  Problem p;
+  p.N = ir::as_const_int(acc->shape[0]).value();
+  p.OB = ir::as_const_int(acc->shape[1]).value();
+  p.OH = ir::as_const_int(acc->shape[2]).value();
+  p.OW = ir::as_const_int(acc->shape[3]).value();
+  p.O = ir::as_const_int(out->shape[1]).value();
+  p.C = ir::as_const_int(xb->shape[1]).value() * kGroup;
+  p.KH = ir::as_const_int(w->shape[2]).value();
+  p.KW = ir::as_const_int(w->shape[3]).value();
+  Tiles d = default_tiles(p, target);
+  const int64_t tw = knob(config, "tile_w", d.tw), tc = knob(config, "tile_c", d.tc);
+  const int64_t par = knob(config, "parallel", d.parallel);
+  ANVIL_CHECK(tw >= 1, "conv2d_int8: knob tile_w must be positive, not ", tw);
+  ANVIL_CHECK(tc > 0 && tc % kBlock == 0 && (p.OB * kBlock) % tc == 0,
+              "conv2d_int8: knob tile_c must be a multiple of ", kBlock,
+              " dividing the padded channels ", p.OB * kBlock, ", not ", tc);
+  const int64_t lanes = int8_dot_lanes(target);
+
+  // The output: n, channel tiles and rows in one parallel loop; inside, the column tiles (a loop
+  // of its own, so that a last, shorter tile splits off as one: fused into the parallel loop, its
+  // guard would stay in every tile), then the tile's channels and columns.
+  te::Stage so = s[out];
+  std::vector<IterVar> ax = so.axis();
+  auto [co, ci] = so.split(ax[1], tc);
+  auto [wo, wi] = so.split(ax[3], tw);
+  so.reorder({ax[0], co, ax[2], wo, ci, wi});
+  IterVar outer = so.fuse(so.fuse(ax[0], co), ax[2]);
+  if (par) so.parallel(outer);
+
+  // The accumulators at the tile loop; the reduction outside the tile's columns and vectors.
+  te::Stage sa = s[acc];
+  sa.set_scope(ir::MemoryScope::kLocal);
+  sa.compute_at(so, wo);
+  std::vector<IterVar> aa = sa.axis(), ra = sa.reduce_axis();
+  IterVar oc = aa[4], nh, nl = oc;
+  if (lanes < kBlock) std::tie(nh, nl) = sa.split(oc, lanes);
+  std::vector<IterVar> order = {ra[0], ra[1], ra[2], aa[3], aa[1]};
+  if (nh.get()) order.push_back(nh);
+  order.insert(order.end(), {nl, ra[3]});
+  sa.reorder(order);
+  sa.unroll(aa[3]);
+  sa.unroll(aa[1]);
+  if (nh.get()) sa.unroll(nh);
+  sa.tensorize(nl, pick_int8_dot(target, lanes, int8_values_read(xb), int8_values_read(w)));
+
+  // The blocked, padded input first, its rows in parallel.
+  te::Stage sx = s[xb];
+  std::vector<IterVar> xa = sx.axis();
+  IterVar rows = sx.fuse(sx.fuse(xa[0], xa[1]), xa[2]);
+  if (par) sx.parallel(rows);
+}
+
+}  // namespace
+
+void register_conv_int8_ops() {
+  OpDef pack;
+  pack.name = "conv2d_int8_pack_weight";
+  pack.pattern = Pattern::kInjective;
+  pack.flops = flops_none();
+  pack.infer = pack_infer;
+  pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
+    TensorType t = pack_infer({type_of(in[0])}, attrs)[0];
+    const te::Tensor& w = in[0];
+    const std::vector<int64_t> ws = shape_of(w);
+    const int O = static_cast<int>(ws[0]), C = static_cast<int>(ws[1]);
+    return std::vector<te::Tensor>{te::compute(
+        to_exprs(t.shape),
+        [&](const std::vector<Var>& v) {
+          Expr o = v[0] * kBlock + v[4], c = v[1] * kGroup + v[5];
+          return select(o < O && c < C, w(min(o, O - 1), min(c, C - 1), v[2], v[3]),
+                        ir::make_zero(DataType::Int(8)));
+        },
+        "conv2d_int8_pack_weight")};
+  };
+  pack.reference = [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
+    TensorType t = pack_infer({{in[0].shape(), DataType::Int(8)}}, attrs)[0];
+    const std::vector<int64_t>& ws = in[0].shape();
+    runtime::NDArray out = runtime::NDArray::empty(t.shape, to_dlpack(DataType::Int(8)));
+    const auto* w = in[0].data_as<int8_t>();
+    auto* o = out.data_as<int8_t>();
+    for (int64_t ob = 0; ob < t.shape[0]; ++ob)
+      for (int64_t c4 = 0; c4 < t.shape[1]; ++c4)
+        for (int64_t ky = 0; ky < ws[2]; ++ky)
+          for (int64_t kx = 0; kx < ws[3]; ++kx)
+            for (int64_t oi = 0; oi < kBlock; ++oi)
+              for (int64_t i = 0; i < kGroup; ++i) {
+                const int64_t oc = ob * kBlock + oi, c = c4 * kGroup + i;
+                *o++ = oc < ws[0] && c < ws[1] ? w[((oc * ws[1] + c) * ws[2] + ky) * ws[3] + kx]
+                                               : int8_t{0};
+              }
+    return std::vector<runtime::NDArray>{out};
+  };
+  pack.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+                         const Config&) { schedule_injective_x86(s, outs[0], target); };
+  pack.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
+    return ConfigSpace{};
+  };
+  register_op(std::move(pack));
+
+  OpDef def;
+  def.name = "conv2d_int8";
+  def.pattern = Pattern::kComplexOutFusable;
+  def.attrs = window_attrs(2, 0);
+  def.attrs.push_back(
+      {"channels", AttrType::kInt, std::nullopt, {positive()}, "O, the output channels", true});
+  def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>&,
+                 const Attrs& attrs) {
+    Problem p = analyze(in, attrs);
+    return 2.0 * static_cast<double>(p.N * p.O * p.OH * p.OW) *
+           static_cast<double>(p.C * p.KH * p.KW);
+  };
+  def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
+    Problem p = analyze(in, attrs);
+    return std::vector<TensorType>{{{p.N, p.O, p.OH, p.OW}, DataType::Int32()}};
+  };
+  def.compute = conv_int8_compute;
+  def.reference = conv_int8_reference;
+  def.schedule_x86 = schedule_conv_int8_x86;
+  def.space = conv_int8_space;
+  register_op(std::move(def));
+}
+
+}  // namespace anvil::ops

@@ -1,0 +1,26 @@
+// The int8 dot product the integer kernels (dense_int8.cc, conv_int8.cc) tensorize their
+// innermost vector with, chosen from the target and the values the operands may hold.
+#pragma once
+
+#include <cstdint>
+
+#include "anvil/target/target.h"
+#include "anvil/te/tensor_intrin.h"
+
+namespace anvil::ops {
+
+// Lanes of int32 accumulators per vector: 16 with AVX-512, 8 with AVX2, 4 with 128-bit vectors.
+int64_t int8_dot_lanes(const Target& target);
+
+// For vectors of `lanes` accumulators on `target`, reading activations that may hold `a` and
+// weights that may hold `b`: vpdpbusd's exact form where the CPU has VNNI at that width; else
+// AVX2's vpmaddubsw form where no pair of products can leave int16 (7-bit weights, say); else the
+// exact form (which the LLVM back end computes with vpmaddwd on int16).
+te::TensorIntrin pick_int8_dot(const Target& target, int64_t lanes, te::ValueRange a,
+                               te::ValueRange b);
+
+// What a kernel may assume an 8-bit operand holds: a placeholder's declared values (a constant's,
+// te::value_range), the whole type's range for anything computed.
+te::ValueRange int8_values_read(const te::Tensor& t);
+
+}  // namespace anvil::ops

@@ -1,0 +1,134 @@
+// conv2d_int8 and its weight packing against their references (exact: int32 arithmetic) over the
+// full uint8 and int8 ranges: 1x1, 3x3 and 7x7 kernels, strides, dilations, asymmetric padding
+// filled with a pad value, channels the groups and blocks do not divide, batch 2, every config of
+// a space; against the plain float convolution's reference on the same integers; and the errors.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ops_testing.h"
+#include "testing/errors.h"
+
+namespace anvil::ops {
+namespace {
+
+using ir::DataType;
+using ops_testing::check_op;
+using ops_testing::CheckOptions;
+
+const DataType u8 = DataType::UInt(8), i8 = DataType::Int(8);
+
+runtime::NDArray random_bytes(std::vector<int64_t> shape, DataType t, uint32_t seed, int lo,
+                              int hi) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, to_dlpack(t));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  auto* bytes = static_cast<uint8_t*>(a.data());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int v = i % 5 == 0 ? lo : i % 5 == 1 ? hi : d(rng);
+    bytes[i] = static_cast<uint8_t>(v);
+  }
+  return a;
+}
+
+runtime::NDArray pack(const runtime::NDArray& w) {
+  return lookup("conv2d_int8_pack_weight").reference({w}, Attrs("conv2d_int8_pack_weight", {}))[0];
+}
+
+struct Case {
+  int64_t N, C, H, W, O, K;
+  std::vector<int64_t> strides, dilations, pads;
+  int pad_value;  // -1: no pad_value input
+};
+
+Attrs conv_attrs(const Case& c) {
+  return Attrs(
+      "conv2d_int8",
+      {{"strides", c.strides}, {"dilations", c.dilations}, {"pads", c.pads}, {"channels", c.O}});
+}
+
+void check_case(const Case& c, uint32_t seed, Config config = {}) {
+  runtime::NDArray x = random_bytes({c.N, c.C, c.H, c.W}, u8, seed, 0, 255);
+  runtime::NDArray w = random_bytes({c.O, c.C, c.K, c.K}, i8, seed + 1, -128, 127);
+  CheckOptions o;
+  o.inputs = {x, pack(w)};
+  std::vector<TensorType> types = {{x.shape(), u8}, {o.inputs[1].shape(), i8}};
+  if (c.pad_value >= 0) {
+    runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
+    v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
+    o.inputs.push_back(v);
+    types.push_back({{}, u8});
+  }
+  o.config = std::move(config);
+  o.gpu = false;
+  check_op("conv2d_int8", types, conv_attrs(c), o);
+}
+
+TEST(ConvInt8, MatchesTheReference) {
+  uint32_t seed = 1;
+  for (const Case& c : std::vector<Case>{
+           {1, 64, 14, 14, 64, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0},      // ResNet's 3x3
+           {1, 32, 9, 11, 48, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, -1},      // 1x1
+           {1, 13, 10, 9, 21, 3, {2, 2}, {1, 1}, {1, 0, 2, 1}, 100},     // odd channels, stride 2
+           {2, 8, 12, 12, 16, 3, {1, 1}, {2, 2}, {2, 2, 2, 2}, 255},     // dilation, batch 2
+           {1, 3, 23, 23, 16, 7, {2, 2}, {1, 1}, {3, 3, 3, 3}, 128}}) {  // the stem
+    SCOPED_TRACE(::testing::Message()
+                 << "C=" << c.C << " O=" << c.O << " K=" << c.K << " H=" << c.H << " W=" << c.W);
+    check_case(c, seed);
+    seed += 2;
+  }
+}
+
+TEST(ConvInt8, EveryConfigOfTheSpaceAgrees) {
+  const Case c{1, 20, 7, 10, 32, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, 7};
+  std::vector<TensorType> types = {{{1, 20, 7, 10}, u8}, {{2, 5, 3, 3, 16, 4}, i8}, {{}, u8}};
+  ConfigSpace space = lookup("conv2d_int8").space(types, conv_attrs(c), Target::host());
+  ASSERT_EQ(space.size(), 3u);
+  for (int64_t tw : space[0].values)
+    for (int64_t tc : space[1].values) {
+      SCOPED_TRACE(::testing::Message() << "tile_w=" << tw << " tile_c=" << tc);
+      check_case(c, 9, {{"tile_w", tw}, {"tile_c", tc}, {"parallel", 1}});
+    }
+}
+
+// The reference itself against the float convolution's on the same integers (pad value 0).
+TEST(ConvInt8, ReferenceAgreesWithTheFloatConvolution) {
+  const int64_t C = 6, O = 5, H = 7, W = 6;
+  runtime::NDArray x = random_bytes({1, C, H, W}, u8, 3, 0, 255);
+  runtime::NDArray w = random_bytes({O, C, 3, 3}, i8, 4, -128, 127);
+  runtime::NDArray xf = runtime::NDArray::empty({1, C, H, W}, runtime::dl_float32());
+  runtime::NDArray wf = runtime::NDArray::empty({O, C, 3, 3}, runtime::dl_float32());
+  for (int64_t i = 0; i < x.numel(); ++i) xf.data_as<float>()[i] = x.data_as<uint8_t>()[i];
+  for (int64_t i = 0; i < w.numel(); ++i) wf.data_as<float>()[i] = w.data_as<int8_t>()[i];
+  Case c{1, C, H, W, O, 3, {2, 1}, {1, 1}, {1, 0, 1, 2}, -1};
+  runtime::NDArray got = lookup("conv2d_int8").reference({x, pack(w)}, conv_attrs(c))[0];
+  runtime::NDArray want = lookup("conv2d").reference(
+      {xf, wf}, Attrs("conv2d", {{"strides", c.strides}, {"pads", c.pads}}))[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_EQ(got.data_as<int32_t>()[i], static_cast<int32_t>(want.data_as<float>()[i])) << i;
+}
+
+TEST(ConvInt8, Errors) {
+  const OpDef& d = lookup("conv2d_int8");
+  Attrs a("conv2d_int8", {{"channels", int64_t{16}}});
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 8, 5, 5}, i8}, {{1, 2, 3, 3, 16, 4}, i8}}, a);
+                      }),
+                      "input 'x' must be uint8 [N, C, H, W]");
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 8, 5, 5}, u8}, {{1, 3, 3, 3, 16, 4}, i8}}, a);
+                      }),
+                      "does not hold channels = 16 filters over C = 8");
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 8, 2, 2}, u8}, {{1, 2, 3, 3, 16, 4}, i8}}, a);
+                      }),
+                      "is smaller than the dilated kernel 3");
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 8, 5, 5}, u8}, {{1, 2, 3, 3, 16, 4}, i8}, {{1}, u8}}, a);
+                      }),
+                      "input 'pad_value' must be a uint8 scalar");
+}
+
+}  // namespace
+}  // namespace anvil::ops
