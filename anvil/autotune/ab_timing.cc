@@ -30,11 +30,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode) {
+runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode,
+                              uint32_t seed) {
   if (mode != "zeros" && mode != "ones" && mode != "random")
     throw std::invalid_argument("unknown fill mode '" + mode + "' (zeros, ones or random)");
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype, /*zero=*/true);
-  std::mt19937 rng(0);
+  std::mt19937 rng(seed);
   const DLDataType d = t.dtype;
   auto fill = [&](auto* p, auto one, auto random) {
     for (int64_t i = 0; i < a.numel(); ++i) p[i] = mode == "ones" ? one : random();

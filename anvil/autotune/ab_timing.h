@@ -43,7 +43,8 @@ AbTimes time_ab(const std::vector<runtime::Model>& a, const std::vector<runtime:
 // An input of type `t` filled per `mode`: "zeros", "ones", or "random" (floats uniform in
 // [-1, 1), integers in [0, 10), from a fixed seed, so every process draws the same). Throws
 // std::invalid_argument for another mode, or a dtype other than float32/64 and int32/64.
-runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode);
+runtime::NDArray filled_input(const runtime::TensorInfo& t, const std::string& mode,
+                              uint32_t seed = 0);
 
 // The median (the mean of the two middle values for an even count); infinity for none.
 double median(std::vector<double> values);

@@ -545,5 +545,108 @@ TEST(IntegerProducts, ConstantInt8FiltersTakeTheInt8Convolution) {
   }
 }
 
+// The QDQ form, as quantization tools write it: a float Conv, MatMul or Gemm reading
+// DequantizeLinear outputs (a uint8 activation, an int8 weight symmetric per channel) runs as an
+// integer product on the int8 kernels, scaled and biased in float. The result is the float model
+// of those integers: sum((xq - zx) * wq) * (sx * sw) + b, to float32 rounding. A weight with a
+// zero point keeps the float path, with the same result.
+TEST(Qdq, ConvMatMulAndGemmRunOnTheInt8Kernels) {
+  const int64_t C = 6, O = 10, H = 6, W = 5, OH = 6, OW = 5, K = 12, N = 7;
+  NDArray xq = random_ints<uint8_t>({1, C, H, W}, 0, 255, 21);
+  NDArray wq = random_ints<int8_t>({O, C, 3, 3}, -127, 127, 22);
+  NDArray bq = random_ints<int8_t>({K, N}, -127, 127, 23);
+  std::vector<int> wv = values_of<int8_t>(wq), bv = values_of<int8_t>(bq);
+  const float sx = 0.03f;
+  const int zx = 110;
+  std::vector<float> sw(O), bias(O), sb(N);
+  for (int64_t o = 0; o < O; ++o) {
+    sw[static_cast<size_t>(o)] = 0.002f * static_cast<float>(o + 1);
+    bias[static_cast<size_t>(o)] = 0.25f * static_cast<float>(o) - 1.0f;
+  }
+  for (int64_t n = 0; n < N; ++n)
+    sb[static_cast<size_t>(n)] = 0.01f + 0.001f * static_cast<float>(n);
+  auto expect_close = [](float got, double want, const std::string& where) {
+    ASSERT_NEAR(got, want, 1e-5 * (1 + std::abs(want))) << where;
+  };
+  for (bool zero_point_on_weight : {false, true}) {
+    SCOPED_TRACE(zero_point_on_weight ? "weight zero point 1: float path" : "QDQ: int8 path");
+    OnnxModel m(13);
+    m.input("xq", {1, C, H, W}, kU8);
+    m.init_floats("sx", {}, {sx});
+    init_ints(m, "zx", {}, kU8, {zx});
+    init_ints(m, "wq", {O, C, 3, 3}, kI8, wv);
+    m.init_floats("sw", {O}, sw);
+    init_ints(m, "zw", {O}, kI8, std::vector<int>(O, zero_point_on_weight ? 1 : 0));
+    m.init_floats("b", {O}, bias);
+    m.output("y");
+    m.node("DequantizeLinear", {"xq", "sx", "zx"}, {"x"}, "dqx");
+    OnnxModel::attr(m.node("DequantizeLinear", {"wq", "sw", "zw"}, {"w"}, "dqw"), "axis",
+                    int64_t{0});
+    ::onnx::NodeProto& conv = m.node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+    OnnxModel::attr(conv, "pads", V{1, 1, 1, 1});
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
+    EXPECT_EQ(cg.summary().find("conv2d_int8") != std::string::npos, !zero_point_on_weight)
+        << cg.summary();
+    const int wz = zero_point_on_weight ? 1 : 0;
+    for (const auto& [what, out] : run_both(m, {xq})) {
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t p = 0; p < OH * OW; ++p) {
+          int64_t sum = 0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                int64_t iy = p / OW + ky - 1, ix = p % OW + kx - 1;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                sum += int64_t{at<uint8_t>(xq, (c * H + iy) * W + ix) - zx} *
+                       (wv[static_cast<size_t>(((o * C + c) * 3 + ky) * 3 + kx)] - wz);
+              }
+          const double want = static_cast<double>(sum) * sx * sw[static_cast<size_t>(o)] +
+                              bias[static_cast<size_t>(o)];
+          expect_close(out.at(0).data_as<float>()[o * OH * OW + p], want,
+                       std::string(what) + " conv channel " + std::to_string(o));
+        }
+    }
+  }
+  // MatMul (B [K, N], per-column scale along axis 1) and Gemm (B [N, K] transposed, axis 0).
+  NDArray aq = random_ints<uint8_t>({3, K}, 0, 255, 24);
+  for (bool gemm : {false, true}) {
+    SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
+    std::vector<int> b_init = bv;
+    if (gemm)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          b_init[static_cast<size_t>(n * K + k)] = bv[static_cast<size_t>(k * N + n)];
+    OnnxModel m(13);
+    m.input("aq", {3, K}, kU8);
+    m.init_floats("sa", {}, {sx});
+    init_ints(m, "za", {}, kU8, {zx});
+    init_ints(m, "bq", gemm ? V{N, K} : V{K, N}, kI8, b_init);
+    m.init_floats("sb", {N}, sb);
+    m.output("y");
+    m.node("DequantizeLinear", {"aq", "sa", "za"}, {"a"}, "dqa");
+    OnnxModel::attr(m.node("DequantizeLinear", {"bq", "sb"}, {"b"}, "dqb"), "axis",
+                    int64_t{gemm ? 0 : 1});
+    if (gemm)
+      OnnxModel::attr(m.node("Gemm", {"a", "b"}, {"y"}, "gemm"), "transB", int64_t{1});
+    else
+      m.node("MatMul", {"a", "b"}, {"y"}, "mm");
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
+    EXPECT_NE(cg.summary().find("dense_int8"), std::string::npos) << cg.summary();
+    for (const auto& [what, out] : run_both(m, {aq})) {
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t n = 0; n < N; ++n) {
+          int64_t sum = 0;
+          for (int64_t k = 0; k < K; ++k)
+            sum += int64_t{at<uint8_t>(aq, r * K + k) - zx} * bv[static_cast<size_t>(k * N + n)];
+          expect_close(out.at(0).data_as<float>()[r * N + n],
+                       static_cast<double>(sum) * sx * sb[static_cast<size_t>(n)],
+                       std::string(what) + " row " + std::to_string(r));
+        }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace anvil

@@ -182,8 +182,8 @@ TEST_F(Cli, HelpSucceeds) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("--input-shape"), std::string::npos) << r.out;
   // Every command's help ends with an example of it.
-  for (const std::string cmd :
-       {"", "compile", "run", "inspect", "bench", "tune", "ops", "zoo", "zoo list", "zoo export"}) {
+  for (const std::string cmd : {"", "compile", "run", "inspect", "bench", "tune", "ops", "quantize",
+                                "zoo", "zoo list", "zoo export"}) {
     r = anvil(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd << ": " << r.out;
@@ -200,9 +200,9 @@ TEST_F(Cli, HelpSucceeds) {
 
 TEST_F(Cli, UsageErrorsExitWith1) {
   expect_error("", 1, {});
-  expect_error(
-      "frobnicate", 1,
-      {"unknown command 'frobnicate'", "compile, run, inspect, bench, tune, env, ops, zoo"});
+  expect_error("frobnicate", 1,
+               {"unknown command 'frobnicate'",
+                "compile, run, inspect, bench, tune, env, ops, quantize, zoo"});
   expect_error("zoo frobnicate", 1, {"unknown command 'frobnicate'", "list, export"});
   expect_error("compile zoo:dqn", 1, {"--output"});
   expect_error("compile zoo:dqn -o m.so --bogus", 1, {"--bogus"});
@@ -687,6 +687,40 @@ TEST_F(CliDqn, ExportedZooModelsCompileAndMatch) {
   Result r = anvil("run dqn_onnx.so --input state=state.npy --output-dir onnx_out");
   ASSERT_EQ(r.code, 0) << r.err;
   expect_close(runtime::load_npy(path("onnx_out/q_values.npy")), *reference_, "dqn via ONNX");
+}
+
+// `quantize` writes a QDQ model (calibrated on random inputs, or on a directory of .npy files)
+// that compiles onto the int8 kernels and stays close to the float model; a calibration
+// directory that does not exist is a usage error.
+TEST_F(CliDqn, QuantizesAnExportedModel) {
+  ASSERT_EQ(anvil("zoo export dqn -o dqn.onnx").code, 0);
+  Result q = anvil("quantize dqn.onnx --calibration random --samples 2 -o dqn.int8.onnx");
+  ASSERT_EQ(q.code, 0) << q.err;
+  EXPECT_NE(q.out.find("quantized 5 nodes"), std::string::npos) << q.out;  // 3 Conv, 2 Gemm
+  EXPECT_NE(q.out.find("cosine similarity at least 0.9"), std::string::npos) << q.out;
+  fs::create_directories(path("calib"));
+  fs::copy_file(path("state.npy"), path("calib/0.npy"));
+  Result d = anvil("quantize dqn.onnx --calibration calib --reduce-range -o dqn.int8r.onnx");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("7 bits, uint8 activations per tensor, 1 calibration inputs"),
+            std::string::npos)
+      << d.out;
+  expect_error("quantize dqn.onnx --calibration no_such_dir -o x.onnx", 1,
+               {"--calibration no_such_dir: neither 'random' nor a directory"});
+  Result c = anvil("compile dqn.int8r.onnx -o dqn_int8.so --verbose");
+  ASSERT_EQ(c.code, 0) << c.err;
+  fs::create_directories(path("int8_out"));
+  Result r = anvil("run dqn_int8.so --input state=state.npy --output-dir int8_out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  runtime::NDArray got = runtime::load_npy(path("int8_out/q_values.npy"));
+  double dot = 0, gg = 0, ww = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.data_as<float>()[i], w = reference_->data_as<float>()[i];
+    dot += g * w;
+    gg += g * g;
+    ww += w * w;
+  }
+  EXPECT_GT(dot / std::sqrt(gg * ww), 0.99) << "int8 DQN strays from the float one";
 }
 
 // --no-winograd computes every convolution directly (the ablation): no Winograd kernel in the

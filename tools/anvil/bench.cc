@@ -132,10 +132,11 @@ void set_times(BenchRow* row, const std::vector<double>& anvil,
 using autotune::time_runs;
 
 // "" when `got` (a baseline's outputs, as files) computes what `want` (Anvil's) does: the same
-// count, shapes and dtypes, integers equal, floats within 1e-3 of the largest magnitude (the
-// baselines and Anvil sum in different orders, and Winograd convolutions round differently).
+// count, shapes and dtypes, integers equal, floats within `tolerance` (1e-3 by default: the
+// baselines and Anvil sum in different orders, and Winograd convolutions round differently) of
+// the largest magnitude.
 std::string compare_outputs(const std::vector<runtime::NDArray>& want,
-                            const std::vector<std::string>& got_files) {
+                            const std::vector<std::string>& got_files, double tolerance) {
   if (got_files.size() != want.size())
     return "it returned " + std::to_string(got_files.size()) + " outputs, Anvil " +
            std::to_string(want.size());
@@ -158,7 +159,7 @@ std::string compare_outputs(const std::vector<runtime::NDArray>& want,
         const double dk = std::fabs(double(a[k]) - double(b[k]));
         diff = std::isnan(dk) ? INFINITY : std::max(diff, dk);
       }
-      if (diff > 1e-3 * largest + 1e-6) {
+      if (diff > tolerance * largest + 1e-6) {
         char buf[160];
         std::snprintf(buf, sizeof buf, " differs: max |difference| %.3g where max |Anvil| is %.3g",
                       diff, largest);
@@ -273,7 +274,7 @@ void ablate(const graph::Graph& g, const BenchModel& m, const Target& target, co
       files.push_back(dir + "/output_" + std::to_string(k) + ".npy");
       runtime::save_npy(files.back(), got[k]);
     }
-    std::string differs = compare_outputs(want, files);
+    std::string differs = compare_outputs(want, files, 1e-3);
     if (!differs.empty())
       throw CliError(kCompile, m.name + ": the ablation build " + std::to_string(i) +
                                    " computes something else: " + differs);
@@ -350,7 +351,7 @@ BenchRow bench_pair(const BenchModel& m, int threads, Baseline& b, const runtime
           {{"op", "load"}, {"model", m.onnx}, {"threads", threads}, {"inputs", input_files}},
           kLoadTimeout);
       nlohmann::json answer = worker.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
-      std::string differs = compare_outputs(want, answer.at("outputs"));
+      std::string differs = compare_outputs(want, answer.at("outputs"), o.tolerance);
       if (!differs.empty()) throw std::runtime_error("outputs disagree with Anvil's: " + differs);
       auto time_baseline = [&](int runs, std::vector<double>* ms) {
         answer = worker.request({{"op", "time"}, {"runs", runs}}, kTimeTimeout);
@@ -404,7 +405,7 @@ BenchRow bench_pair_processes(const BenchModel& m, int threads, Baseline& b,
   auto check = [&](Worker& w, const std::string& dir, const std::string& what) {
     fs::create_directories(dir);
     nlohmann::json answer = w.request({{"op", "run"}, {"outputs_dir", dir}}, kRunTimeout);
-    std::string differs = compare_outputs(want, answer.at("outputs"));
+    std::string differs = compare_outputs(want, answer.at("outputs"), o.tolerance);
     if (!differs.empty()) throw std::runtime_error(what + differs);
   };
   struct Process {

@@ -56,6 +56,11 @@ struct BenchOptions {
   int block = 10;                // runs per block
   int warmup = 5;                // untimed runs per side before the first block
   int pause_ms = 20;  // idle time before each block, then until the cores are idle (0: none)
+  // A baseline's float outputs agree with Anvil's within tolerance x the largest |output|; a
+  // baseline that disagrees is not timed. Quantized models differ in rounding flips between
+  // implementations of the same quantization (a value at a rounding tie goes one way or the
+  // other, then propagates), so they may need more than float models' 1e-3.
+  double tolerance = 1e-3;
   // Fresh processes per side and row (Anvil's: `anvil bench-worker` on the saved artifact), all
   // alive at once, timed round-robin a block at a time until each has `runs`; a row reports the
   // median of the per-process medians and their spread. 0: Anvil runs in this process, against

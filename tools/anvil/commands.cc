@@ -78,16 +78,6 @@ std::string type_string(const runtime::TensorInfo& t) {
   return "'" + t.name + "' " + runtime::to_string(t.dtype) + dims_string(t.shape);
 }
 
-// The directory a file named by `option` is written into must exist.
-void check_output_path(const std::string& path, const std::string& option) {
-  fs::path parent = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    usage_error(option + " " + path + ": the directory '" + parent.string() + "' does not exist");
-  if (fs::is_directory(path, ec))
-    usage_error(option + " " + path + ": is a directory (expected a file name)");
-}
-
 // Whether `path` names a compiled artifact (a shared library: ELF's magic first).
 bool is_artifact(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -163,6 +153,15 @@ void describe_artifact(const std::string& path) {
 }
 
 }  // namespace
+
+void check_output_path(const std::string& path, const std::string& option) {
+  fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    usage_error(option + " " + path + ": the directory '" + parent.string() + "' does not exist");
+  if (fs::is_directory(path, ec))
+    usage_error(option + " " + path + ": is a directory (expected a file name)");
+}
 
 graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes,
                         const std::vector<std::string>& input_values) {

@@ -75,6 +75,20 @@ struct ZooExportOptions {
 };
 void zoo_export_command(const ZooExportOptions& options);
 
+// `anvil quantize` (quantize.cc): a QDQ ONNX file from a float one.
+struct QuantizeCliOptions {
+  std::string model;                   // the float ONNX file
+  std::string calibration = "random";  // "random", or a directory of .npy inputs
+  int samples = 8;                     // random calibration inputs
+  double percentile = 100;             // activation ranges: min-max at 100
+  bool reduce_range = false;           // 7-bit weights
+  std::string output;                  // the QDQ ONNX file
+};
+void quantize_command(const QuantizeCliOptions& options);
+
+// The directory a file named by `option` is written into must exist (CliError kUsage).
+void check_output_path(const std::string& path, const std::string& option);
+
 // The graph MODEL names (an ONNX file, or zoo:NAME) with the --input-shape bindings (NAME=DIMS)
 // and --input-value bindings (NAME=FILE.npy: the input becomes a constant of that value, so that
 // an operand computed from it, such as a Reshape's shape, is known at compile time; it leaves the

@@ -276,6 +276,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("MS")
       ->check(CLI::Range(0, 10000));
+  b->add_option("--tolerance", bench.tolerance,
+                "A baseline's float outputs must agree with Anvil's within this fraction of the "
+                "largest |output| to be timed (quantized models may need 1e-2: implementations "
+                "round ties differently)")
+      ->capture_default_str()
+      ->type_name("R")
+      ->check(CLI::Range(0.0, 1.0));
   b->add_flag("--ablation", bench.ablation,
               "Also time each model with fusion and layout alteration off (Anvil alone)");
   b->add_flag("--strict", bench.strict, kStrictHelp);
@@ -385,6 +392,34 @@ int main(int argc, char** argv) {
       "The ONNX operators the importer maps (with their opsets) and the library's operators");
   ops_cmd->footer("Example:\n  anvil ops");
 
+  QuantizeCliOptions quantize;
+  CLI::App* qz = app.add_subcommand(
+      "quantize", "Quantize a float ONNX model into a QDQ one (int8 weights, uint8 activations)");
+  qz->add_option("MODEL", quantize.model, "The float ONNX file")->required();
+  qz->add_option("-o,--output", quantize.output, "The QDQ ONNX file")
+      ->required()
+      ->type_name("FILE");
+  qz->add_option("--calibration", quantize.calibration,
+                 "random, or a directory of .npy inputs (one file per input of a one-input "
+                 "model, else one subdirectory per input with NAME.npy for each input NAME)")
+      ->capture_default_str()
+      ->type_name("DIR|random");
+  qz->add_option("--samples", quantize.samples, "Random calibration inputs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  qz->add_option("--percentile", quantize.percentile,
+                 "Activation ranges cover this percentile of the values on each side (100: "
+                 "min-max)")
+      ->capture_default_str()
+      ->check(CLI::Range(50.0, 100.0));
+  qz->add_flag("--reduce-range", quantize.reduce_range,
+               "7-bit weights ([-63, 63]): no pair of products leaves int16, so that AVX2's "
+               "vpmaddubsw computes them exactly (ONNX Runtime's quantizer option of that name)");
+  qz->footer(
+      "Examples:\n  anvil zoo export resnet18 -o resnet18.onnx\n"
+      "  anvil quantize resnet18.onnx --calibration random -o resnet18.int8.onnx\n"
+      "  anvil quantize model.onnx --calibration calib/ --percentile 99.99 -o model.int8.onnx");
+
   CLI::App* zoo = app.add_subcommand("zoo", "The built-in models");
   zoo->require_subcommand(1);
   zoo->add_subcommand("list", "Names, descriptions, inputs and outputs");
@@ -450,6 +485,8 @@ int main(int argc, char** argv) {
       zoo_list_command();
     } else if (ze->parsed()) {
       zoo_export_command(zoo_export);
+    } else if (qz->parsed()) {
+      quantize_command(quantize);
     }
   } catch (const CliError& e) {
     return report(e.code(), e.what());

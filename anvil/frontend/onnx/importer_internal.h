@@ -27,6 +27,13 @@ std::string nodes_by_op(const std::map<std::string, std::vector<std::string>>& n
 // ONNX's element type code as ours; an error naming `what` for unsupported ones.
 ir::DataType onnx_dtype(int32_t code, const std::string& what);
 
+// What DequantizeLinear made a float value of: the 8-bit tensor, its scale, its zero point (-1:
+// none) and the axis a 1-D scale applies along. The QDQ rewrite (ops_map_int8.cc) reads it.
+struct Dequantized {
+  ValueId q = -1, scale = -1, zero_point = -1;
+  int64_t axis = 1;
+};
+
 // Conversion state: the graph being built, ONNX value names -> graph values, the opset.
 class Ctx {
  public:
@@ -35,6 +42,8 @@ class Ctx {
 
   graph::Graph g;
   std::map<std::string, ValueId> env;
+  // The float values DequantizeLinear made of 8-bit ones (the QDQ form), by value.
+  std::map<ValueId, Dequantized> dequantized;
   // In a body (If, Loop, Scan): makes a value of the enclosing graphs named `name` available in
   // this one and returns it (-1: no such value). Set by convert_body.
   std::function<ValueId(const std::string&)> outer;
@@ -119,6 +128,18 @@ int64_t normalized_axis(int64_t axis, int64_t rank);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer products MatMulInteger,
 // ConvInteger, QLinearMatMul and QLinearConv (ops_map_quantize.cc).
 void add_quantize_ops(std::map<std::string, MapFn>& table);
+// Products on the int8 kernels (ops_map_int8.cc), each -1 where its operands do not allow it:
+// the int32 (a - a_zero_point) . b for a constant int8 b [K, N] without zero point (dense_int8),
+// and the int32 convolution (x - x_zero_point) * w with the node's window attributes for a
+// constant int8 w [O, C, KH, KW] without zero point and group 1 (conv2d_int8); zero points -1
+// when absent. And the QDQ form of the node being converted (Conv; MatMul or Gemm, B transposed
+// or not) when its inputs 0 and 1 come from DequantizeLinear: the same float result, the product
+// computed in integers, then scaled by scale_x * scale_w and `bias` (-1: none) added; the last
+// op takes the node's output name.
+ValueId int8_product(Ctx& c, ValueId a, ValueId a_zp, ValueId b, ValueId b_zp);
+ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_zp);
+ValueId qdq_conv(Ctx& c, ValueId bias);
+ValueId qdq_matmul(Ctx& c, bool transpose_b, ValueId bias);
 
 // BatchNormalization in training mode (ops_map_norm.cc): Y and the running mean and variance.
 std::vector<ValueId> map_batch_norm_training(Ctx& c);

@@ -69,6 +69,7 @@ std::vector<int64_t> window_pads(const Ctx& c, const std::vector<int64_t>& in,
 namespace {
 
 Vals map_conv(Ctx& c) {
+  if (ValueId y = qdq_conv(c, c.has_in(2) ? c.in(2) : -1); y >= 0) return {y};
   const ops::TensorType& x = c.type(0);
   const ops::TensorType& w = c.type(1);
   size_t rank = x.shape.size();
@@ -152,8 +153,11 @@ Vals map_gemm(Ctx& c) {
     ANVIL_CHECK(c.type(i).shape.size() == 2, "input ", i, " is ", ops::to_string(c.type(i)),
                 "; Gemm takes 2-D A and B");
   int64_t N = c.type(1).shape[tb ? 0 : 1];
-  if (!ta && tb && alpha == 1.0 &&
-      (!has_c || (beta == 1.0 && c.type(2).shape == std::vector<int64_t>{N}))) {
+  const bool plain_bias = !has_c || (beta == 1.0 && c.type(2).shape == std::vector<int64_t>{N});
+  if (!ta && alpha == 1.0 && plain_bias) {
+    if (ValueId y = qdq_matmul(c, tb != 0, has_c ? c.in(2) : -1); y >= 0) return {y};
+  }
+  if (!ta && tb && alpha == 1.0 && plain_bias) {
     Vals ins{c.in(0), c.in(1)};
     if (has_c) ins.push_back(c.in(2));
     return {c.emit1("dense", A(), ins, true)};
@@ -170,6 +174,9 @@ Vals map_gemm(Ctx& c) {
 }
 
 Vals map_matmul(Ctx& c) {
+  if (rank_of(c, c.in(0)) >= 2 && rank_of(c, c.in(1)) == 2) {
+    if (ValueId y = qdq_matmul(c, false, -1); y >= 0) return {y};
+  }
   ValueId a = c.in(0), b = c.in(1);
   bool a1 = rank_of(c, a) == 1, b1 = rank_of(c, b) == 1;
   if (a1) a = c.emit1("unsqueeze", A({{"axes", std::vector<int64_t>{0}}}), {a});

@@ -84,7 +84,14 @@ std::vector<ValueId> map_dequantize_linear(Ctx& c) {
   ValueId x = cast(c, c.in(0), DataType::Float32());
   if (c.has_in(2))
     x = c.emit1("sub", A(), {x, cast(c, along_axis(c, 2, "x_zero_point"), DataType::Float32())});
-  return {c.emit1("mul", A(), {x, along_axis(c, 1, "x_scale")}, true)};
+  ValueId y = c.emit1("mul", A(), {x, along_axis(c, 1, "x_scale")}, true);
+  const ops::TensorType& t = c.type(0);
+  if (t.dtype == DataType::UInt(8) || t.dtype == DataType::Int(8)) {
+    int64_t axis = c.attr_int("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(t.shape.size());
+    c.dequantized[y] = {c.in(0), c.in(1), c.has_in(2) ? c.in(2) : -1, axis};
+  }
+  return {y};
 }
 
 // DynamicQuantizeLinear: the range [min(0, min x), max(0, max x)] onto uint8's [0, 255].
@@ -188,133 +195,23 @@ int64_t dim(Ctx& c, int i, int from_end) {
   return s[s.size() - static_cast<size_t>(from_end)];
 }
 
-// The int32 product (a - a_zero_point) . b through the int8 kernels (dense_int8: uint8
-// activations, packed int8 weights), where b is a constant int8 matrix [K, N] with no zero point
-// (or zeros) and a's zero point is one value: an int8 a is moved to uint8 (+128), and the zero
-// point's share, zero_point * (the column sums of b), is subtracted. -1 where that does not hold.
-ValueId int32_scalar(Ctx& c, const std::string& base, int32_t v) {
-  runtime::NDArray a = runtime::NDArray::empty({}, runtime::dl_int32());
-  *a.data_as<int32_t>() = v;
-  return c.constant(base, a);
-}
-
-ValueId int8_product(Ctx& c, int a, int a_zp, int b, int b_zp) {
-  // Copies: emitting nodes below grows the graph's values.
-  const ops::TensorType at = c.type(a);
-  const ops::TensorType bt = c.type(b);
-  if (!(at.dtype == DataType::UInt(8) || at.dtype == DataType::Int(8)) || at.shape.size() < 2 ||
-      bt.dtype != DataType::Int(8) || bt.shape.size() != 2 || !c.is_const(c.in(b)) ||
-      at.shape.back() != bt.shape[0])
-    return -1;
-  if (c.has_in(b_zp)) {
-    const runtime::NDArray& z = c.g.value(c.in(b_zp)).data;
-    if (!c.is_const(c.in(b_zp)) || c.type(b_zp).dtype != DataType::Int(8)) return -1;
-    const int8_t* zp = z.data_as<int8_t>();
-    if (std::any_of(zp, zp + z.numel(), [](int8_t v) { return v != 0; })) return -1;
-  }
-  if (c.has_in(a_zp)) {
-    int64_t count = 1;
-    for (int64_t d : c.type(a_zp).shape) count *= d;
-    if (count != 1 || c.type(a_zp).dtype != at.dtype) return -1;
-  }
-  const bool signed_a = at.dtype == DataType::Int(8);
-  ValueId x = c.in(a);
-  if (signed_a) {
-    x = cast(
-        c, c.emit1("add", A(), {cast(c, x, DataType::Int(32)), int32_scalar(c, "int8_shift", 128)}),
-        DataType::UInt(8));
-  }
-  ValueId packed = c.emit1("dense_int8_pack_weight", A(), {c.in(b)});
-  ValueId acc = c.emit1("dense_int8", A({{"units", bt.shape[1]}}), {x, packed});
-  // The zero point on the uint8 scale: a_zero_point (+128 for int8).
-  ValueId zp = -1;
-  if (c.has_in(a_zp)) {
-    zp = cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {c.in(a_zp)}),
-              DataType::Int(32));
-    if (signed_a) zp = c.emit1("add", A(), {zp, int32_scalar(c, "int8_shift", 128)});
-  } else if (signed_a) {
-    zp = int32_scalar(c, "int8_shift", 128);
-  }
-  if (zp < 0) return acc;
-  ValueId column_sums =
-      c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}),
-              {cast(c, c.in(b), DataType::Int(32))});
-  return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, column_sums})});
-}
-
 std::vector<ValueId> map_matmul_integer(Ctx& c) {
   ANVIL_CHECK(c.num_in() >= 2, "needs inputs A and B, got ", c.num_in());
-  if (ValueId y = int8_product(c, 0, 2, 1, 3); y >= 0) return {cast(c, y, DataType::Int(32), true)};
+  if (ValueId y =
+          int8_product(c, c.in(0), c.has_in(2) ? c.in(2) : -1, c.in(1), c.has_in(3) ? c.in(3) : -1);
+      y >= 0)
+    return {cast(c, y, DataType::Int(32), true)};
   int64_t m = dim(c, 0, 2), n = dim(c, 1, 1);
   ValueId a = minus_zero_point(c, 0, 2, "a_zero_point", m, {m, 1});
   ValueId b = minus_zero_point(c, 1, 3, "b_zero_point", n, {n});
   return {cast(c, integer_matmul(c, a, b), DataType::Int(32), true)};
 }
 
-// The int32 convolution (x - x_zero_point) * w through the int8 kernels (conv2d_int8), where x
-// is 2-D ([N, C, H, W], uint8 or int8, one zero point), w a constant int8 [O, C, KH, KW] with no
-// zero point (or zeros) and group 1: int8 x moved to uint8 (+128), the padding filled with the
-// zero point, and the zero point's share, zero_point * (each filter's sum), subtracted. -1 where
-// that does not hold.
-ValueId int8_convolution(Ctx& c, int x, int x_zp, int w, int w_zp) {
-  // Copies: emitting nodes below grows the graph's values.
-  const ops::TensorType xt = c.type(x);
-  const ops::TensorType wt = c.type(w);
-  if (!(xt.dtype == DataType::UInt(8) || xt.dtype == DataType::Int(8)) || xt.shape.size() != 4 ||
-      wt.dtype != DataType::Int(8) || wt.shape.size() != 4 || !c.is_const(c.in(w)) ||
-      c.attr_int("group", 1) != 1 || wt.shape[1] != xt.shape[1])
-    return -1;
-  if (c.has_in(w_zp)) {
-    const runtime::NDArray& z = c.g.value(c.in(w_zp)).data;
-    if (!c.is_const(c.in(w_zp)) || c.type(w_zp).dtype != DataType::Int(8)) return -1;
-    const int8_t* zp = z.data_as<int8_t>();
-    if (std::any_of(zp, zp + z.numel(), [](int8_t v) { return v != 0; })) return -1;
-  }
-  if (c.has_in(x_zp)) {
-    int64_t count = 1;
-    for (int64_t d : c.type(x_zp).shape) count *= d;
-    if (count != 1 || c.type(x_zp).dtype != xt.dtype) return -1;
-  }
-  const std::vector<int64_t> in(xt.shape.begin() + 2, xt.shape.end());
-  const std::vector<int64_t> kernel(wt.shape.begin() + 2, wt.shape.end());
-  const std::vector<int64_t> strides = c.attr_ints("strides", {1, 1});
-  const std::vector<int64_t> dil = c.attr_ints("dilations", {1, 1});
-  const std::vector<int64_t> pads =
-      window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
-  const bool signed_x = xt.dtype == DataType::Int(8);
-  ValueId xu = c.in(x);
-  if (signed_x) {
-    xu = cast(
-        c,
-        c.emit1("add", A(), {cast(c, xu, DataType::Int(32)), int32_scalar(c, "int8_shift", 128)}),
-        DataType::UInt(8));
-  }
-  // The zero point on the uint8 scale, as int32 (-1: none, the padding holds 0).
-  ValueId zp = -1;
-  if (c.has_in(x_zp)) {
-    zp = cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {c.in(x_zp)}),
-              DataType::Int(32));
-    if (signed_x) zp = c.emit1("add", A(), {zp, int32_scalar(c, "int8_shift", 128)});
-  } else if (signed_x) {
-    zp = int32_scalar(c, "int8_shift", 128);
-  }
-  std::vector<ValueId> args = {xu, c.emit1("conv2d_int8_pack_weight", A(), {c.in(w)})};
-  if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
-  ValueId acc = c.emit1(
-      "conv2d_int8",
-      A({{"strides", strides}, {"dilations", dil}, {"pads", pads}, {"channels", wt.shape[0]}}),
-      args);
-  if (zp < 0) return acc;
-  ValueId filter_sums = c.emit1(
-      "reshape", A({{"shape", std::vector<int64_t>{wt.shape[0], 1, 1}}}),
-      {c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{1, 2, 3}}, {"keepdims", int64_t{0}}}),
-               {cast(c, c.in(w), DataType::Int(32))})});
-  return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, filter_sums})});
-}
-
 std::vector<ValueId> map_conv_integer(Ctx& c) {
   ANVIL_CHECK(c.num_in() >= 2, "needs inputs x and w, got ", c.num_in());
-  if (ValueId y = int8_convolution(c, 0, 2, 1, 3); y >= 0)
+  if (ValueId y = int8_convolution(c, c.in(0), c.has_in(2) ? c.in(2) : -1, c.in(1),
+                                   c.has_in(3) ? c.in(3) : -1);
+      y >= 0)
     return {cast(c, y, DataType::Int(32), true)};
   int64_t m = c.type(1).shape.empty() ? 0 : c.type(1).shape[0];
   ValueId x = minus_zero_point(c, 0, 2, "x_zero_point", 1, {});
@@ -357,7 +254,8 @@ ValueId requantize(Ctx& c, ValueId acc, ValueId scale, int zp) {
 std::vector<ValueId> map_qlinear_matmul(Ctx& c) {
   ANVIL_CHECK(c.num_in() == 8, "needs 8 inputs, got ", c.num_in());
   int64_t m = dim(c, 0, 2), n = dim(c, 3, 1);
-  ValueId acc = int8_product(c, 0, 2, 3, 5);
+  ValueId acc =
+      int8_product(c, c.in(0), c.has_in(2) ? c.in(2) : -1, c.in(3), c.has_in(5) ? c.in(5) : -1);
   if (acc < 0) {
     ValueId a = minus_zero_point(c, 0, 2, "a_zero_point", m, {m, 1});
     ValueId b = minus_zero_point(c, 3, 5, "b_zero_point", n, {n});
@@ -375,7 +273,8 @@ std::vector<ValueId> map_qlinear_conv(Ctx& c) {
   std::vector<int64_t> per_channel(ws.size(), 1), per_output(ws.size() - 1, 1);
   per_channel[0] = m;
   per_output[0] = m;
-  ValueId acc = int8_convolution(c, 0, 2, 3, 5);
+  ValueId acc =
+      int8_convolution(c, c.in(0), c.has_in(2) ? c.in(2) : -1, c.in(3), c.has_in(5) ? c.in(5) : -1);
   if (acc < 0) {
     ValueId x = minus_zero_point(c, 0, 2, "x_zero_point", 1, {});
     ValueId w = minus_zero_point(c, 3, 5, "w_zero_point", m, per_channel);
