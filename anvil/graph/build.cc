@@ -514,6 +514,25 @@ std::string CompiledGraph::summary() const {
     os << "\n";
   }
   print_steps(kernels_.size());
+  // A quantized model: its products on the int8 kernels, and every convolution or product left in
+  // float (a depthwise convolution, a weight with a zero point, an activation of two scales).
+  std::vector<std::string> int8, left_float;
+  for (const Node& n : graph_.nodes()) {
+    const std::string& op = n.op;
+    if (op == "dense_int8" || op == "conv2d_int8") {
+      int8.push_back(n.name);
+    } else if ((op.rfind("conv", 0) == 0 || op.rfind("depthwise", 0) == 0 ||
+                op.rfind("dense", 0) == 0 || op == "matmul" || op == "batch_matmul") &&
+               op.find("pack") == std::string::npos && op.find("transform") == std::string::npos) {
+      left_float.push_back(op + " '" + n.name + "'");
+    }
+  }
+  if (!int8.empty()) {
+    os << "int8: " << int8.size() << " products; left in float: ";
+    if (left_float.empty()) os << "none";
+    for (size_t i = 0; i < left_float.size(); ++i) os << (i ? ", " : "") << left_float[i];
+    os << "\n";
+  }
   os << "memory: " << plan_.planned_bytes << " bytes planned (arena), " << plan_.unplanned_bytes
      << " bytes unplanned\n";
   if (backend_) os << backend_->device_resources();

@@ -187,8 +187,7 @@ struct Tiles {
 
 Tiles default_tiles(const Problem& p, const Target& target) {
   const int64_t lanes = int8_dot_lanes(target);
-  const int64_t regs =
-      target.vector_registers > 0 ? target.vector_registers : (target.vector_bits >= 512 ? 32 : 16);
+  const int64_t regs = int8_tile_registers(target);
   Tiles t;
   // One block of 16 channels (2 AVX2 vectors, 1 AVX-512 one), columns to 3/4 of the registers,
   // balanced so that the last tile of a row is not a short tail.
@@ -216,16 +215,7 @@ ConfigSpace conv_int8_space(const std::vector<TensorType>& in, const Attrs& attr
 void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
                             const Target& target, const Config& config) {
   const te::Tensor& out = outs[0];
-  te::Tensor acc;
-  for (const te::Tensor& t : te::topological_order({out}))
-    if (t.is_compute() && t->body.as<ir::Reduce>()) acc = t;
-  ANVIL_CHECK(acc.get(), "conv2d_int8 schedule: '", out.name(), "' computes no convolution");
-  te::Tensor xb(acc->inputs[0].get()), w(acc->inputs[1].get());
-  for (const te::Tensor& t : te::topological_order({out})) {
-    if (t.is_compute() && t.get() != out.get() && t.get() != acc.get() && t.get() != xb.get() &&
-        t.get() != w.get())
-      s[t].compute_inline();
-  }
+  const auto [acc, xb, w] = inline_around_product(s, out, "conv2d_int8");
   Problem p;
   p.N = ir::as_const_int(acc->shape[0]).value();
   p.OB = ir::as_const_int(acc->shape[1]).value();

@@ -179,8 +179,7 @@ struct Tiles {
 
 Tiles default_tiles(const Problem& p, const Target& target) {
   const int64_t lanes = int8_dot_lanes(target);
-  const int64_t regs =
-      target.vector_registers > 0 ? target.vector_registers : (target.vector_bits >= 512 ? 32 : 16);
+  const int64_t regs = int8_tile_registers(target);
   Tiles t;
   // Columns: vectors of the tile, in whole blocks that divide the packed columns.
   const int64_t want_vectors = p.R == 1 ? 8 : regs >= 32 ? 4 : 2;
@@ -209,20 +208,9 @@ ConfigSpace dense_int8_space(const std::vector<TensorType>& in, const Attrs& att
 void schedule_dense_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs,
                              const Target& target, const Config& config) {
   const te::Tensor& out = outs[0];
-  // The product, its padded input, and what lies between the product and the output (the
-  // op's own copy, an epilogue's injective stages): inlined into the output.
-  te::Tensor acc, xp;
-  for (const te::Tensor& t : te::topological_order({out})) {
-    if (t.is_compute() && t->body.as<ir::Reduce>()) acc = t;
-  }
-  ANVIL_CHECK(acc.get(), "dense_int8 schedule: '", out.name(), "' computes no product");
-  te::Tensor x(acc->inputs[0].get()), w(acc->inputs.size() > 1 ? acc->inputs[1].get() : nullptr);
-  if (x.is_compute()) xp = x;
-  for (const te::Tensor& t : te::topological_order({out})) {
-    if (t.is_compute() && t.get() != out.get() && t.get() != acc.get() && t.get() != xp.get() &&
-        t.get() != w.get())
-      s[t].compute_inline();
-  }
+  // The product and its operands; what lies between the product and the output is inlined.
+  const auto [acc, x, w] = inline_around_product(s, out, "dense_int8");
+  const te::Tensor xp = x.is_compute() ? x : te::Tensor();  // x padded to whole groups
   Problem p;
   p.R = ir::as_const_int(acc->shape[0]).value();
   p.NB = ir::as_const_int(acc->shape[1]).value() / kBlock;

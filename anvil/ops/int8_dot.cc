@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/support/error.h"
 
 namespace anvil::ops {
 
@@ -24,6 +25,28 @@ te::TensorIntrin pick_int8_dot(const Target& target, int64_t lanes, te::ValueRan
   te::TensorIntrin sat16 = te::dot_u8s8_sat16_intrin(l);
   if (pmadd && sat16.check_ranges({a, b}).empty()) return sat16;
   return te::dot_u8s8_intrin(l);
+}
+
+int64_t int8_tile_registers(const Target& target) {
+  if (target.vector_registers > 0) return target.vector_registers;
+  return target.vector_bits >= 512 ? 32 : 16;
+}
+
+Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const char* op) {
+  Int8Product p;
+  const std::vector<te::Tensor> stages = te::topological_order({out});
+  for (const te::Tensor& t : stages)
+    if (t.is_compute() && t->body.as<ir::Reduce>()) p.product = t;
+  ANVIL_CHECK(p.product.get(), op, " schedule: '", out.name(), "' computes no product");
+  p.activation = te::Tensor(p.product->inputs.at(0).get());
+  p.weight = te::Tensor(p.product->inputs.at(1).get());
+  for (const te::Tensor& t : stages) {
+    const te::TensorNode* n = t.get();
+    if (t.is_compute() && n != out.get() && n != p.product.get() && n != p.activation.get() &&
+        n != p.weight.get())
+      s[t].compute_inline();
+  }
+  return p;
 }
 
 te::ValueRange int8_values_read(const te::Tensor& t) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "anvil/target/target.h"
+#include "anvil/te/schedule.h"
 #include "anvil/te/tensor_intrin.h"
 
 namespace anvil::ops {
@@ -18,6 +19,19 @@ int64_t int8_dot_lanes(const Target& target);
 // exact form (which the LLVM back end computes with vpmaddwd on int16).
 te::TensorIntrin pick_int8_dot(const Target& target, int64_t lanes, te::ValueRange a,
                                te::ValueRange b);
+
+// The vector registers a kernel's accumulator tile is sized from: the target's, else 32 with
+// 512-bit vectors and 16 otherwise.
+int64_t int8_tile_registers(const Target& target);
+
+// The product stage of an integer kernel's output `out` (the one reduction), with its operands
+// (the product's inputs, in the order it reads them); every other computed stage between them and
+// `out` (the op's own copy, an epilogue's injective stages) is inlined into `out`. Throws
+// anvil::Error naming `op` when `out` computes no product.
+struct Int8Product {
+  te::Tensor product, activation, weight;
+};
+Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const char* op);
 
 // What a kernel may assume an 8-bit operand holds: a placeholder's declared values (a constant's,
 // te::value_range), the whole type's range for anything computed.

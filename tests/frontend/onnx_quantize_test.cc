@@ -588,6 +588,10 @@ TEST(Qdq, ConvMatMulAndGemmRunOnTheInt8Kernels) {
         graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
     EXPECT_EQ(cg.summary().find("conv2d_int8") != std::string::npos, !zero_point_on_weight)
         << cg.summary();
+    // The summary counts the int8 products and names what stayed float: here nothing.
+    EXPECT_EQ(cg.summary().find("int8: 1 products; left in float: none") != std::string::npos,
+              !zero_point_on_weight)
+        << cg.summary();
     const int wz = zero_point_on_weight ? 1 : 0;
     for (const auto& [what, out] : run_both(m, {xq})) {
       for (int64_t o = 0; o < O; ++o)

@@ -18,22 +18,9 @@ namespace {
 using ir::DataType;
 using ops_testing::check_op;
 using ops_testing::CheckOptions;
+using ops_testing::random_bytes;
 
 const DataType u8 = DataType::UInt(8), i8 = DataType::Int(8);
-
-runtime::NDArray random_bytes(std::vector<int64_t> shape, DataType t, uint32_t seed, int lo,
-                              int hi) {
-  runtime::NDArray a = runtime::NDArray::empty(shape, to_dlpack(t));
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  auto* bytes = static_cast<uint8_t*>(a.data());
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    // Both ends of the range in every tensor: the largest products must come out exact.
-    const int v = i % 5 == 0 ? lo : i % 5 == 1 ? hi : d(rng);
-    bytes[i] = static_cast<uint8_t>(v);
-  }
-  return a;
-}
 
 runtime::NDArray pack(const runtime::NDArray& w) {
   return lookup("dense_int8_pack_weight").reference({w}, Attrs("dense_int8_pack_weight", {}))[0];

@@ -36,6 +36,22 @@ void fill(runtime::NDArray& a, Next next) {
   for (int64_t i = 0; i < a.numel(); ++i) a.data_as<T>()[i] = static_cast<T>(next());
 }
 
+// 8-bit integers of type `t` (int8 or uint8) uniform in [lo, hi], with both ends in every tensor
+// (every fifth element lo, the next hi): the largest products of the int8 kernels must come out
+// exact.
+inline runtime::NDArray random_bytes(const std::vector<int64_t>& shape, ir::DataType t,
+                                     uint32_t seed, int lo, int hi) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, ops::to_dlpack(t));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  auto* bytes = static_cast<uint8_t*>(a.data());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int v = i % 5 == 0 ? lo : i % 5 == 1 ? hi : d(rng);
+    bytes[i] = static_cast<uint8_t>(v);
+  }
+  return a;
+}
+
 // A tensor of `type` with random contents: floats uniform in [lo, hi], integers in [lo, hi]
 // (unsigned ones from max(lo, 0)), bools 0/1.
 inline runtime::NDArray random_array(const TensorType& type, std::mt19937& rng, double lo = -1.0,
