@@ -42,8 +42,9 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Seeded inputs of the task's types (floats uniform in [-1, 1]; integers in [0, 4): valid as
-// indices and shifts) and the operator's reference outputs on them.
+// Seeded inputs of the task's types (floats uniform in [-1, 1]; 8-bit integers over their whole
+// range; other integers in [0, 4): valid as indices and shifts) and the operator's reference
+// outputs on them.
 struct Reference {
   std::vector<runtime::NDArray> inputs, outputs;
 };
@@ -70,6 +71,9 @@ Reference make_reference(const Task& task) {
       for (int64_t i = 0; i < a.numel(); ++i) a.data_as<int64_t>()[i] = rng() % 4;
     } else if (t.dtype == ir::DataType::Int(32)) {
       for (int64_t i = 0; i < a.numel(); ++i) a.data_as<int32_t>()[i] = rng() % 4;
+    } else if (t.dtype == ir::DataType::UInt(8) || t.dtype == ir::DataType::Int(8)) {
+      // Every byte value: an int8 kernel's candidate must get its largest products right.
+      for (int64_t i = 0; i < a.numel(); ++i) a.data_as<uint8_t>()[i] = static_cast<uint8_t>(rng());
     }
     r.inputs.push_back(a);
   }

@@ -95,6 +95,33 @@ TEST(Measure, WinogradIsCheckedOnATransformedWeight) {
   EXPECT_FALSE(m.error) << *m.error;
 }
 
+TEST(Measure, Int8KernelsAreCheckedOnEveryByteValue) {
+  // The int8 products' candidates run on inputs over the whole uint8 and int8 ranges (not zeros),
+  // so a candidate that got the largest products wrong would fail; every point of the spaces here
+  // is right.
+  Task dense;
+  dense.op = "dense_int8";
+  dense.inputs = {{{5, 40}, ir::DataType::UInt(8)}, {{3, 10, 16, 4}, ir::DataType::Int(8)}};
+  dense.attrs = ops::Attrs(dense.op, {{"units", int64_t{48}}});
+  dense.target = Target::host().str();
+  Task conv;
+  conv.op = "conv2d_int8";
+  conv.inputs = {{{1, 12, 9, 9}, ir::DataType::UInt(8)},
+                 {{2, 3, 3, 3, 16, 4}, ir::DataType::Int(8)}};
+  conv.attrs =
+      ops::Attrs(conv.op, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"channels", int64_t{32}}});
+  conv.target = Target::host().str();
+  for (const Task& t : {dense, conv}) {
+    SCOPED_TRACE(t.op);
+    ops::ConfigSpace space = t.space();
+    ASSERT_GT(space_size(space), 1);
+    for (int64_t i = 0; i < std::min<int64_t>(space_size(space), 4); ++i) {
+      Measurement m = measure_here(t, config_at(space, i), quick());
+      EXPECT_FALSE(m.error) << *m.error;
+    }
+  }
+}
+
 TEST(Measure, AnLstmIsCheckedOnWeightsThatKeepItContracting) {
   // With weights uniform in [-1, 1], 35 steps of 256 units drift past the check's tolerance (the
   // recurrence is chaotic); the op's sample_inputs scale them as trained weights are.
