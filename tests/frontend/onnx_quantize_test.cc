@@ -16,6 +16,7 @@
 #include "anvil/frontend/onnx/importer.h"
 #include "anvil/graph/build.h"
 #include "anvil/graph/interpreter.h"
+#include "anvil/runtime/npy.h"
 #include "anvil/target/target.h"
 #include "frontend/onnx_model_builder.h"
 #include "testing/errors.h"
@@ -648,6 +649,29 @@ TEST(Qdq, ConvMatMulAndGemmRunOnTheInt8Kernels) {
                        static_cast<double>(sum) * sx * sb[static_cast<size_t>(n)],
                        std::string(what) + " row " + std::to_string(r));
         }
+    }
+  }
+}
+
+// A network in ONNX Runtime's QDQ conventions (tests/frontend/data/qdq_ort_style/generate.py:
+// uint8 asymmetric activations, int8 weights per channel, int32 biases through
+// DequantizeLinear, a residual Add and a pool in float) runs its three products on the int8
+// kernels and computes what numpy computes from ONNX's definitions, on three inputs.
+TEST(Qdq, OnnxRuntimeStyleModelMatchesItsNumpyEvaluation) {
+  const std::string dir = std::string(ANVIL_FRONTEND_DATA) + "/qdq_ort_style/";
+  graph::CompiledGraph cg =
+      graph::CompiledGraph::build(frontend::import_onnx(dir + "model.onnx"), Target::host(), {});
+  EXPECT_NE(cg.summary().find("int8: 3 products; left in float: none"), std::string::npos)
+      << cg.summary();
+  for (int k = 0; k < 3; ++k) {
+    NDArray x = runtime::load_npy(dir + "x" + std::to_string(k) + ".npy");
+    NDArray want = runtime::load_npy(dir + "y" + std::to_string(k) + ".npy");
+    NDArray got = cg.run({x})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const float w = want.data_as<float>()[i];
+      EXPECT_NEAR(got.data_as<float>()[i], w, 1e-5 * (1 + std::abs(w)))
+          << "case " << k << ", " << i;
     }
   }
 }
