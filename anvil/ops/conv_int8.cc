@@ -29,6 +29,7 @@
 #include "anvil/ops/schedule_util.h"
 #include "anvil/ops/window.h"
 #include "anvil/support/error.h"
+#include "anvil/support/int_math.h"
 
 namespace anvil::ops {
 
@@ -41,10 +42,6 @@ using ir::Var;
 
 constexpr int kBlock = 16;  // output channels per packed block
 constexpr int kGroup = 4;   // input channels per dot-product step
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attrs&) {
   const std::string op = "conv2d_int8_pack_weight";
@@ -272,9 +269,8 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
 
 void register_conv_int8_ops() {
   OpDef pack;
+  set_int8_packing_defaults(pack);
   pack.name = "conv2d_int8_pack_weight";
-  pack.pattern = Pattern::kInjective;
-  pack.flops = flops_none();
   pack.infer = pack_infer;
   pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     TensorType t = pack_infer({type_of(in[0])}, attrs)[0];
@@ -307,11 +303,6 @@ void register_conv_int8_ops() {
                                                : int8_t{0};
               }
     return std::vector<runtime::NDArray>{out};
-  };
-  pack.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
-                         const Config&) { schedule_injective_x86(s, outs[0], target); };
-  pack.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
-    return ConfigSpace{};
   };
   register_op(std::move(pack));
 

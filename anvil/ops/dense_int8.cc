@@ -32,6 +32,7 @@
 #include "anvil/ops/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
+#include "anvil/support/int_math.h"
 
 namespace anvil::ops {
 
@@ -44,10 +45,6 @@ using ir::Var;
 
 constexpr int kBlock = 16;  // packed columns per block
 constexpr int kGroup = 4;   // bytes of k per column in one dot-product step
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // ---- dense_int8_pack_weight
 
@@ -268,11 +265,10 @@ void schedule_dense_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& out
 
 void register_dense_int8_ops() {
   OpDef pack;
+  set_int8_packing_defaults(pack);
   pack.name = "dense_int8_pack_weight";
-  pack.pattern = Pattern::kInjective;
   pack.attrs = std::vector<AttrSpec>{
       {"block", AttrType::kInt, kBlock, {positive()}, "columns per block (16)"}};
-  pack.flops = flops_none();
   pack.infer = pack_infer;
   pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     TensorType t = pack_infer({type_of(in[0])}, attrs)[0];
@@ -302,11 +298,6 @@ void register_dense_int8_ops() {
             *o++ = n < N && k < K ? w[k * N + n] : int8_t{0};
           }
     return std::vector<runtime::NDArray>{out};
-  };
-  pack.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
-                         const Config&) { schedule_injective_x86(s, outs[0], target); };
-  pack.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
-    return ConfigSpace{};
   };
   register_op(std::move(pack));
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
 namespace anvil::ops {
@@ -47,6 +48,16 @@ Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const 
       s[t].compute_inline();
   }
   return p;
+}
+
+void set_int8_packing_defaults(OpDef& pack) {
+  pack.pattern = Pattern::kInjective;
+  pack.flops = flops_none();
+  pack.schedule_x86 = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Target& target,
+                         const Config&) { schedule_injective_x86(s, outs[0], target); };
+  pack.space = [](const std::vector<TensorType>&, const Attrs&, const Target&) {
+    return ConfigSpace{};
+  };
 }
 
 te::ValueRange int8_values_read(const te::Tensor& t) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "anvil/ops/op.h"
 #include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 #include "anvil/te/tensor_intrin.h"
@@ -32,6 +33,10 @@ struct Int8Product {
   te::Tensor product, activation, weight;
 };
 Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const char* op);
+
+// What the two weight-packing ops share: injective (a constant weight is packed once, at compile
+// time), no FLOPs, the default injective schedule and nothing to tune.
+void set_int8_packing_defaults(OpDef& pack);
 
 // What a kernel may assume an 8-bit operand holds: a placeholder's declared values (a constant's,
 // te::value_range), the whole type's range for anything computed.

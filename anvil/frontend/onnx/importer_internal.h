@@ -128,6 +128,9 @@ int64_t normalized_axis(int64_t axis, int64_t rank);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer products MatMulInteger,
 // ConvInteger, QLinearMatMul and QLinearConv (ops_map_quantize.cc).
 void add_quantize_ops(std::map<std::string, MapFn>& table);
+// v as type `to`: v itself when it has that type, unless `last` (the node's output) asks for a
+// node of its own (ops_map_quantize.cc).
+ValueId cast(Ctx& c, ValueId v, ir::DataType to, bool last = false);
 // Products on the int8 kernels (ops_map_int8.cc), each -1 where its operands do not allow it:
 // the int32 (a - a_zero_point) . b for a constant int8 b [K, N] without zero point (dense_int8),
 // and the int32 convolution (x - x_zero_point) * w with the node's window attributes for a

@@ -25,11 +25,6 @@ ops::Attrs A(AttrMap m = {}) {
   return ops::Attrs("", std::move(m));
 }
 
-ValueId cast_to(Ctx& c, ValueId v, DataType to) {
-  if (c.g.value(v).type.dtype == to) return v;
-  return c.emit1("cast", A({{"to", to.to_string()}}), {v});
-}
-
 ValueId int32_scalar(Ctx& c, int32_t v) {
   runtime::NDArray a = runtime::NDArray::empty({}, runtime::dl_int32());
   *a.data_as<int32_t>() = v;
@@ -67,13 +62,13 @@ bool activation(const Ctx& c, ValueId x, ValueId x_zp) {
 std::pair<ValueId, ValueId> as_uint8(Ctx& c, ValueId x, ValueId x_zp) {
   const bool s = c.g.value(x).type.dtype == DataType::Int(8);
   if (s) {
-    x = cast_to(c, c.emit1("add", A(), {cast_to(c, x, DataType::Int(32)), int32_scalar(c, 128)}),
-                DataType::UInt(8));
+    x = cast(c, c.emit1("add", A(), {cast(c, x, DataType::Int(32)), int32_scalar(c, 128)}),
+             DataType::UInt(8));
   }
   ValueId zp = -1;
   if (x_zp >= 0) {
-    zp = cast_to(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {x_zp}),
-                 DataType::Int(32));
+    zp = cast(c, c.emit1("reshape", A({{"shape", std::vector<int64_t>{}}}), {x_zp}),
+              DataType::Int(32));
     if (s) zp = c.emit1("add", A(), {zp, int32_scalar(c, 128)});
   } else if (s) {
     zp = int32_scalar(c, 128);
@@ -96,7 +91,7 @@ ValueId int8_product(Ctx& c, ValueId a, ValueId a_zp, ValueId b, ValueId b_zp) {
   if (zp < 0) return acc;
   ValueId column_sums =
       c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}),
-              {cast_to(c, b, DataType::Int(32))});
+              {cast(c, b, DataType::Int(32))});
   return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, column_sums})});
 }
 
@@ -114,7 +109,7 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
       window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
   auto [xu, zp] = as_uint8(c, x, x_zp);
   std::vector<ValueId> args = {xu, c.emit1("conv2d_int8_pack_weight", A(), {w})};
-  if (zp >= 0) args.push_back(cast_to(c, zp, DataType::UInt(8)));
+  if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
   ValueId acc = c.emit1(
       "conv2d_int8",
       A({{"strides", strides}, {"dilations", dil}, {"pads", pads}, {"channels", wt.shape[0]}}),
@@ -123,7 +118,7 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
   ValueId filter_sums = c.emit1(
       "reshape", A({{"shape", std::vector<int64_t>{wt.shape[0], 1, 1}}}),
       {c.emit1("reduce_sum", A({{"axes", std::vector<int64_t>{1, 2, 3}}, {"keepdims", int64_t{0}}}),
-               {cast_to(c, w, DataType::Int(32))})});
+               {cast(c, w, DataType::Int(32))})});
   return c.emit1("sub", A(), {acc, c.emit1("mul", A(), {zp, filter_sums})});
 }
 
@@ -166,9 +161,9 @@ ValueId qdq_conv(Ctx& c, ValueId bias) {
   ValueId acc = int8_convolution(c, x->q, x->zero_point, w->q, w->zero_point);
   if (acc < 0) return -1;
   const std::vector<int64_t> per_output = {wt.shape[0], 1, 1};
-  ValueId y = c.emit1("mul", A(),
-                      {cast_to(c, acc, DataType::Float32()), product_scale(c, *x, *w, per_output)},
-                      bias < 0);
+  ValueId y =
+      c.emit1("mul", A(), {cast(c, acc, DataType::Float32()), product_scale(c, *x, *w, per_output)},
+              bias < 0);
   if (bias < 0) return y;
   return c.emit1("add", A(), {y, c.emit1("reshape", A({{"shape", per_output}}), {bias})}, true);
 }
@@ -188,8 +183,8 @@ ValueId qdq_matmul(Ctx& c, bool transpose_b, ValueId bias) {
   }
   ValueId acc = int8_product(c, a->q, a->zero_point, bq, b->zero_point);
   if (acc < 0) return -1;
-  ValueId y = c.emit1(
-      "mul", A(), {cast_to(c, acc, DataType::Float32()), product_scale(c, *a, *b, {n})}, bias < 0);
+  ValueId y = c.emit1("mul", A(),
+                      {cast(c, acc, DataType::Float32()), product_scale(c, *a, *b, {n})}, bias < 0);
   if (bias < 0) return y;
   return c.emit1("add", A(), {y, bias}, true);
 }

@@ -18,11 +18,6 @@ ops::Attrs A(AttrMap m = {}) {
   return ops::Attrs("", std::move(m));
 }
 
-ValueId cast(Ctx& c, ValueId v, DataType to, bool last = false) {
-  if (c.g.value(v).type.dtype == to && !last) return v;
-  return c.emit1("cast", A({{"to", to.to_string()}}), {v}, last);
-}
-
 // A scale or zero point made to broadcast against x (input 0): a scalar or one value is
 // per-tensor; a 1-D tensor of x's extent along `axis` (default 1) applies per slice of that axis.
 ValueId along_axis(Ctx& c, int i, const char* what) {
@@ -289,6 +284,11 @@ std::vector<ValueId> map_qlinear_conv(Ctx& c) {
 }
 
 }  // namespace
+
+ValueId cast(Ctx& c, ValueId v, ir::DataType to, bool last) {
+  if (c.g.value(v).type.dtype == to && !last) return v;
+  return c.emit1("cast", A({{"to", to.to_string()}}), {v}, last);
+}
 
 void add_quantize_ops(std::map<std::string, MapFn>& t) {
   t["QuantizeLinear"] = map_quantize_linear;

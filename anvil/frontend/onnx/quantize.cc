@@ -56,12 +56,6 @@ std::vector<float> floats_of(const ::onnx::TensorProto& t) {
   return t;
 }
 
-std::map<std::string, const ::onnx::TensorProto*> initializers_of(const ::onnx::GraphProto& g) {
-  std::map<std::string, const ::onnx::TensorProto*> m;
-  for (const ::onnx::TensorProto& t : g.initializer()) m[t.name()] = &t;
-  return m;
-}
-
 // Each Conv followed only by an inference BatchNormalization, all of whose parameters are float32
 // initializers, takes the normalization into its weight and bias (w * s, (b - mean) * s + beta
 // with s = scale / sqrt(var + epsilon)), as quantization tools do first: the weight is then
@@ -75,6 +69,9 @@ int fold_batch_norms(::onnx::GraphProto& g) {
   for (int i = 0; i < g.node_size(); ++i)
     for (const std::string& out : g.node(i).output()) producer[out] = i;
   std::vector<bool> drop(static_cast<size_t>(g.node_size()), false);
+  // Initializers by name, as indices: pointers would not survive the ones added below.
+  std::map<std::string, int> initializer;
+  for (int i = 0; i < g.initializer_size(); ++i) initializer[g.initializer(i).name()] = i;
   int folded = 0;
   for (int b = 0; b < g.node_size(); ++b) {
     const ::onnx::NodeProto& bn = g.node(b);
@@ -84,11 +81,11 @@ int fold_batch_norms(::onnx::GraphProto& g) {
     if (p == producer.end() || readers[bn.input(0)] != 1) continue;
     ::onnx::NodeProto& conv = *g.mutable_node(p->second);
     if (conv.op_type() != "Conv" || conv.input_size() < 2) continue;
-    const auto init = initializers_of(g);
     auto get = [&](const std::string& name) -> const ::onnx::TensorProto* {
-      auto it = init.find(name);
-      return it == init.end() || it->second->data_type() != ::onnx::TensorProto::FLOAT ? nullptr
-                                                                                       : it->second;
+      auto it = initializer.find(name);
+      if (it == initializer.end()) return nullptr;
+      const ::onnx::TensorProto& t = g.initializer(it->second);
+      return t.data_type() == ::onnx::TensorProto::FLOAT ? &t : nullptr;
     };
     const ::onnx::TensorProto* w = get(conv.input(1));
     const ::onnx::TensorProto* cb = conv.input_size() > 2 ? get(conv.input(2)) : nullptr;
@@ -123,6 +120,8 @@ int fold_batch_norms(::onnx::GraphProto& g) {
         tensor(wname, ::onnx::TensorProto::FLOAT, dims, wv.data(), wv.size() * sizeof(float));
     *g.add_initializer() =
         tensor(bname, ::onnx::TensorProto::FLOAT, {O}, bias.data(), bias.size() * sizeof(float));
+    initializer[wname] = g.initializer_size() - 2;
+    initializer[bname] = g.initializer_size() - 1;
     conv.set_input(1, wname);
     if (conv.input_size() > 2) {
       conv.set_input(2, bname);
