@@ -515,11 +515,11 @@ std::string CompiledGraph::summary() const {
   }
   print_steps(kernels_.size());
   // A quantized model: its products on the int8 kernels, and every convolution or product left in
-  // float (a depthwise convolution, a weight with a zero point, an activation of two scales).
+  // float (a grouped convolution, a weight with a zero point, an activation of two scales).
   std::vector<std::string> int8, left_float;
   for (const Node& n : graph_.nodes()) {
     const std::string& op = n.op;
-    if (op == "dense_int8" || op == "conv2d_int8") {
+    if (op == "dense_int8" || op == "conv2d_int8" || op == "depthwise_conv2d_int8") {
       int8.push_back(n.name);
     } else if ((op.rfind("conv", 0) == 0 || op.rfind("depthwise", 0) == 0 ||
                 op.rfind("dense", 0) == 0 || op == "matmul" || op == "batch_matmul") &&

@@ -238,7 +238,8 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
   std::vector<IterVar> ax = so.axis();
   auto [co, ci] = so.split(ax[1], tc);
   auto [wo, wi] = so.split(ax[3], tw);
-  so.reorder({ax[0], co, ax[2], wo, ci, wi});
+  so.reorder({ax[0], co, ax[2], wo, wi, ci});
+  so.vectorize(ci);
   IterVar outer = so.fuse(so.fuse(ax[0], co), ax[2]);
   if (par) so.parallel(outer);
 

@@ -13,6 +13,7 @@ void register_dense_ops();                 // dense.cc
 void register_dense_int8_ops();            // dense_int8.cc
 void register_conv_ops();                  // conv.cc
 void register_conv_int8_ops();             // conv_int8.cc
+void register_depthwise_int8_ops();        // depthwise_int8.cc
 void register_pool_norm_ops();             // pool_norm.cc
 void register_transform_ops();             // transform.cc
 void register_reduce_ops();                // reduce.cc

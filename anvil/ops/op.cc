@@ -279,6 +279,7 @@ void register_all() {
   register_dense_int8_ops();
   register_conv_ops();
   register_conv_int8_ops();
+  register_depthwise_int8_ops();
   register_pool_norm_ops();
   register_transform_ops();
   register_reduce_ops();

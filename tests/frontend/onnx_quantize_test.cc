@@ -546,6 +546,54 @@ TEST(IntegerProducts, ConstantInt8FiltersTakeTheInt8Convolution) {
   }
 }
 
+// A depthwise ConvInteger (group = C = O, the filter [C, 1, KH, KW]) takes the int8 depthwise
+// convolution: uint8 and int8 inputs with a zero point (the padding holds it), stride 2 and
+// asymmetric padding, channels that its blocks of 16 do not divide. Checked against the formula,
+// compiled and interpreted.
+TEST(IntegerProducts, DepthwiseInt8FiltersTakeTheInt8DepthwiseConvolution) {
+  const int64_t C = 21, H = 9, W = 8, OH = 5, OW = 4;
+  NDArray w = random_ints<int8_t>({C, 1, 3, 3}, -128, 127, 21);
+  std::vector<int> wv = values_of<int8_t>(w);
+  auto conv_at = [&](const NDArray& x, bool s, int zp, int64_t c, int64_t y, int64_t xx) {
+    int64_t sum = 0;
+    for (int64_t ky = 0; ky < 3; ++ky)
+      for (int64_t kx = 0; kx < 3; ++kx) {
+        int64_t iy = y * 2 + ky - 1, ix = xx * 2 + kx;
+        if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;  // padding: (x - zp) is 0
+        const int64_t i = (c * H + iy) * W + ix;
+        sum += int64_t{(s ? at<int8_t>(x, i) : at<uint8_t>(x, i)) - zp} *
+               wv[static_cast<size_t>((c * 3 + ky) * 3 + kx)];
+      }
+    return sum;
+  };
+  for (const auto& [x_type, zero_point] : {std::pair{kU8, 77}, std::pair{kI8, -5}}) {
+    SCOPED_TRACE(::testing::Message() << "x type " << x_type << " zero point " << zero_point);
+    const bool s = x_type == kI8;
+    NDArray x = s ? random_ints<int8_t>({1, C, H, W}, -128, 127, 22)
+                  : random_ints<uint8_t>({1, C, H, W}, 0, 255, 22);
+    OnnxModel m(10);
+    m.input("x", {1, C, H, W}, x_type);
+    init_ints(m, "w", {C, 1, 3, 3}, kI8, wv);
+    init_ints(m, "xzp", {}, x_type, {zero_point});
+    m.output("y");
+    ::onnx::NodeProto& n = m.node("ConvInteger", {"x", "w", "xzp"}, {"y"}, "conv");
+    OnnxModel::attr(n, "pads", V{1, 0, 1, 2});
+    OnnxModel::attr(n, "strides", V{2, 2});
+    OnnxModel::attr(n, "group", C);
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
+    EXPECT_NE(cg.summary().find("depthwise_conv2d_int8"), std::string::npos) << cg.summary();
+    for (const auto& [what, out] : run_both(m, {x})) {
+      ASSERT_EQ(out.at(0).shape(), (V{1, C, OH, OW})) << what;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < OH * OW; ++p)
+          ASSERT_EQ(out.at(0).data_as<int32_t>()[c * OH * OW + p],
+                    conv_at(x, s, zero_point, c, p / OW, p % OW))
+              << what << " channel " << c << " position " << p;
+    }
+  }
+}
+
 // The QDQ form, as quantization tools write it: a float Conv, MatMul or Gemm reading
 // DequantizeLinear outputs (a uint8 activation, an int8 weight symmetric per channel) runs as an
 // integer product on the int8 kernels, scaled and biased in float. The result is the float model

@@ -134,7 +134,8 @@ ValueId cast(Ctx& c, ValueId v, ir::DataType to, bool last = false);
 // Products on the int8 kernels (ops_map_int8.cc), each -1 where its operands do not allow it:
 // the int32 (a - a_zero_point) . b for a constant int8 b [K, N] without zero point (dense_int8),
 // and the int32 convolution (x - x_zero_point) * w with the node's window attributes for a
-// constant int8 w [O, C, KH, KW] without zero point and group 1 (conv2d_int8); zero points -1
+// constant int8 w [O, C, KH, KW] without zero point, group 1 (conv2d_int8) or one channel per
+// group (depthwise_conv2d_int8); zero points -1
 // when absent. And the QDQ form of the node being converted (Conv; MatMul or Gemm, B transposed
 // or not) when its inputs 0 and 1 come from DequantizeLinear: the same float result, the product
 // computed in integers, then scaled by scale_x * scale_w and `bias` (-1: none) added; the last

@@ -1,8 +1,8 @@
-// Products on the int8 kernels (dense_int8, conv2d_int8), for the integer operators
-// (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv: ops_map_quantize.cc) and for the QDQ
-// form, where a float Conv, MatMul or Gemm reads DequantizeLinear outputs: its activation from an
-// 8-bit tensor, its weight from a constant int8 one. Quantization tools write models so (ONNX
-// Runtime's default format), meaning "an integer product, rescaled"; here it becomes one.
+// Products on the int8 kernels (dense_int8, conv2d_int8, depthwise_conv2d_int8), for the integer
+// operators (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv: ops_map_quantize.cc) and for
+// the QDQ form, where a float Conv, MatMul or Gemm reads DequantizeLinear outputs: its activation
+// from an 8-bit tensor, its weight from a constant int8 one. Quantization tools write models so
+// (ONNX Runtime's default format), meaning "an integer product, rescaled"; here it becomes one.
 //
 // Both need a weight that is a constant int8 tensor without zero point (symmetric, as the tools
 // make weights) and an activation of uint8 or int8 with one zero point. With int8 activations
@@ -99,8 +99,12 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
   const ops::TensorType xt = c.g.value(x).type;
   const ops::TensorType wt = c.g.value(w).type;
   if (!activation(c, x, x_zp) || !symmetric_int8_weight(c, w, w_zp) || xt.shape.size() != 4 ||
-      wt.shape.size() != 4 || c.attr_int("group", 1) != 1 || wt.shape[1] != xt.shape[1])
+      wt.shape.size() != 4)
     return -1;
+  // One group (conv2d_int8), or one input and one output channel per group (depthwise).
+  const int64_t group = c.attr_int("group", 1);
+  const bool depthwise = group > 1 && group == xt.shape[1] && wt.shape[0] == group;
+  if (group == 1 ? wt.shape[1] != xt.shape[1] : !depthwise || wt.shape[1] != 1) return -1;
   const std::vector<int64_t> in(xt.shape.begin() + 2, xt.shape.end());
   const std::vector<int64_t> kernel(wt.shape.begin() + 2, wt.shape.end());
   const std::vector<int64_t> strides = c.attr_ints("strides", {1, 1});
@@ -108,12 +112,12 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
   const std::vector<int64_t> pads =
       window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
   auto [xu, zp] = as_uint8(c, x, x_zp);
-  std::vector<ValueId> args = {xu, c.emit1("conv2d_int8_pack_weight", A(), {w})};
+  const std::string op = depthwise ? "depthwise_conv2d_int8" : "conv2d_int8";
+  std::vector<ValueId> args = {xu, c.emit1(op + "_pack_weight", A(), {w})};
   if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
-  ValueId acc = c.emit1(
-      "conv2d_int8",
-      A({{"strides", strides}, {"dilations", dil}, {"pads", pads}, {"channels", wt.shape[0]}}),
-      args);
+  AttrMap attrs = {{"strides", strides}, {"dilations", dil}, {"pads", pads}};
+  if (!depthwise) attrs["channels"] = wt.shape[0];
+  ValueId acc = c.emit1(op, A(std::move(attrs)), args);
   if (zp < 0) return acc;
   ValueId filter_sums = c.emit1(
       "reshape", A({{"shape", std::vector<int64_t>{wt.shape[0], 1, 1}}}),
