@@ -49,10 +49,12 @@
 //     blocked form exists) and produces NCHW; graph outputs are NCHW with their old names.
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 
 #include "anvil/graph/passes.h"
+#include "anvil/ops/int8_dot.h"
 #include "anvil/ops/nchwc.h"
 #include "anvil/ops/recurrent_dense.h"
 #include "anvil/ops/select_channels.h"
@@ -101,9 +103,9 @@ class LayoutRewriter {
   Graph run() {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.num_nodes()); ++id) {
       const Node& n = g_.node(id);
-      if (handled_[id] || try_conv(n) || try_dense(n) || try_matmul(n) || try_lstm(n) ||
-          try_elementwise(n) || try_select(n) || try_concat(n) || try_spatial(n) || try_pad(n) ||
-          try_pool(n) || try_global_reduce(n))
+      if (handled_[id] || try_int8_conv(n) || try_conv(n) || try_dense(n) || try_matmul(n) ||
+          try_lstm(n) || try_elementwise(n) || try_select(n) || try_concat(n) || try_spatial(n) ||
+          try_pad(n) || try_pool(n) || try_global_reduce(n))
         continue;
       std::vector<ValueId> ins;
       for (ValueId v : n.inputs) ins.push_back(nchw(v));
@@ -179,14 +181,34 @@ class LayoutRewriter {
   }
 
   // A [1, C'/block, 1, 1, block] constant from a per-channel one (a bias [C], a scale [C, 1, 1]
-  // or [1, C, 1, 1]; zero past C).
+  // or [1, C, 1, 1], of any type; zero past C).
   ValueId per_channel_constant(const Value& c, int64_t block) {
     int64_t C = static_cast<int64_t>(ops::numel(c.type));
     int64_t padded = ops::nchwc_channels(C, block);
     runtime::NDArray d =
-        runtime::NDArray::empty({1, padded / block, 1, 1, block}, runtime::dl_float32(), true);
-    for (int64_t i = 0; i < C; ++i) d.data_as<float>()[i] = c.data.data_as<float>()[i];
+        runtime::NDArray::empty({1, padded / block, 1, 1, block}, c.data.dtype(), true);
+    const size_t bytes = static_cast<size_t>(c.type.dtype.bytes());
+    std::memcpy(d.data(), c.data.data(), static_cast<size_t>(C) * bytes);
     return constant(c.name + "_" + layout_name(block), d);
+  }
+
+  // An int8 convolution (conv2d_int8, depthwise_conv2d_int8) runs in its blocked form, uint8
+  // NCHW16c in and int32 NCHW16c out (ops/conv_int8.cc), whatever its channels: its epilogue (the
+  // rescaling and the next activation's quantization) then stores whole vectors, and the next
+  // int8 layer reads the result in place.
+  bool try_int8_conv(const Node& n) {
+    if ((n.op != "conv2d_int8" && n.op != "depthwise_conv2d_int8") || n.outputs.size() != 1 ||
+        n.attrs.get_int("blocked", 0) != 0 || g_.value(n.inputs[0]).type.shape.size() != 4)
+      return false;
+    std::vector<ValueId> ins = {blocked(n.inputs[0], ops::kInt8ChannelBlock)};
+    for (size_t i = 1; i < n.inputs.size(); ++i) ins.push_back(nchw(n.inputs[i]));
+    ops::Attrs attrs = n.attrs;
+    attrs.set("blocked", int64_t{1});
+    const Value& y = g_.value(n.outputs[0]);
+    std::string name = out().unique_name(y.name + "_" + layout_name(ops::kInt8ChannelBlock));
+    ValueId v = out().add_node(out().unique_name(n.name), n.op, attrs, ins, {name})[0];
+    set_blocked(n.outputs[0], v, ops::kInt8ChannelBlock, y.type.shape[1]);
+    return true;
   }
 
   bool try_conv(const Node& n) {
@@ -390,8 +412,20 @@ class LayoutRewriter {
   // broadcast: a squeeze-and-excitation scale [1, C, 1, 1]), in the largest one's block;
   // a constant of one element (broadcasts in any layout); a constant per channel ([C, 1, 1] or
   // [1, C, 1, 1]: blocked here, zero past C). At least one input must be blocked.
+  // A cast between float32 and an integer type keeps the blocked layout too (the int8
+  // convolutions' epilogues: int32 results to float32, float32 to uint8 activations and back);
+  // casts from and to float16 do not (widen_float16 puts them around the float32 kernels).
+  static bool int_float32_cast(const Graph& g, const Node& n) {
+    if (n.op != "cast" || n.inputs.size() != 1) return false;
+    const ir::DataType from = g.value(n.inputs[0]).type.dtype,
+                       to = g.value(n.outputs[0]).type.dtype;
+    return (from == ir::DataType::Float32() && to.is_int_or_uint()) ||
+           (from.is_int_or_uint() && to == ir::DataType::Float32());
+  }
+
   bool try_elementwise(const Node& n) {
-    if (!ops::lookup(n.op).keeps_blocked_layout || n.outputs.size() != 1 || n.inputs.empty())
+    if ((!ops::lookup(n.op).keeps_blocked_layout && !int_float32_cast(g_, n)) ||
+        n.outputs.size() != 1 || n.inputs.empty())
       return false;
     const Value& y = g_.value(n.outputs[0]);
     const std::vector<int64_t>& ys = y.type.shape;
@@ -419,12 +453,10 @@ class LayoutRewriter {
         for (int d : {0, 2, 3}) broadcasts = broadcasts && (xs[d] == ys[d] || xs[d] == 1);
         if (!broadcasts) return false;
         forms.push_back(Form::kBlocked);
-      } else if (x.kind == ValueKind::kConstant && x.type.dtype == ir::DataType::Float32() &&
-                 xs.size() <= 4 && ops::numel(x.type) == 1) {
+      } else if (x.kind == ValueKind::kConstant && xs.size() <= 4 && ops::numel(x.type) == 1) {
         forms.push_back(Form::kScalar);
-      } else if (x.kind == ValueKind::kConstant && x.type.dtype == ir::DataType::Float32() &&
-                 (xs == std::vector<int64_t>{ys[1], 1, 1} ||
-                  xs == std::vector<int64_t>{1, ys[1], 1, 1})) {
+      } else if (x.kind == ValueKind::kConstant && (xs == std::vector<int64_t>{ys[1], 1, 1} ||
+                                                    xs == std::vector<int64_t>{1, ys[1], 1, 1})) {
         forms.push_back(Form::kPerChannel);
       } else {
         return false;

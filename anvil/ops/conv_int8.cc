@@ -13,6 +13,11 @@
 //     acc[n, ob, oy, ox, o]  = sum over c4, ky, kx, i of xb[n, c4, sy oy + dy ky, sx ox + dx kx, i]
 //                              * packed[ob, c4, ky, kx, o, i]
 //     out[n, oc, oy, ox]     = acc[n, oc/16, oy, ox, oc%16]. Exact int32 arithmetic.
+//   With attribute blocked = 1 (alter_layout's form, graph/layout.cc), x is uint8 NCHW16c
+//   [N, ceil(C/16), H, W, 16] and the output int32 NCHW16c [N, ceil(O/16), OH, OW, 16] (acc
+//   itself): a group of 4 channels is 4 bytes of a pixel's block, read in place, so that no
+//   reordering copy of the input is made (only a padded one where the window pads), the epilogue
+//   stores whole vectors and consecutive layers exchange blocked tensors.
 //
 // Default x86 schedule: the output in tiles of one row by tile_w columns by tile_c output
 // channels (whole blocks of 16 dividing the padded channels), the rows and channel tiles in
@@ -21,6 +26,7 @@
 // vector's 16 or 8 channels by 4 input channels tensorized (int8_dot.h's pick_int8_dot: vpdpbusd,
 // AVX2's vpmaddubsw form where the values keep pairs of products in int16, else exact).
 #include <algorithm>
+#include <functional>
 
 #include "anvil/ir/op.h"
 #include "anvil/ops/families.h"
@@ -54,18 +60,31 @@ std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attr
            DataType::Int(8)}};
 }
 
+constexpr int kInBlock = kInt8ChannelBlock;  // channels per block of a blocked input
+
 struct Problem {
   int64_t N = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, OH = 0, OW = 0, C4 = 0, OB = 0;
   Window win;
-  bool pad_input = false;
+  bool pad_input = false, blocked = false;
+  bool pads() const {
+    return std::any_of(win.pad_lo.begin(), win.pad_lo.end(), [](int64_t v) { return v > 0; }) ||
+           std::any_of(win.pad_hi.begin(), win.pad_hi.end(), [](int64_t v) { return v > 0; });
+  }
 };
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "conv2d_int8";
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
               ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
-  ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
-              ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  const bool blocked = attrs.get_int("blocked", 0) != 0;
+  if (blocked) {
+    ANVIL_CHECK(
+        in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 5 && in[0].shape[4] == kInBlock,
+        op, ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ", to_string(in[0]));
+  } else {
+    ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
+                ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  }
   ANVIL_CHECK(in[1].dtype == DataType::Int(8) && in[1].shape.size() == 6, op,
               ": input 'packed' must be int8 [O/16, C/4, KH, KW, 16, 4], got ", to_string(in[1]));
   if (in.size() == 3) {
@@ -75,18 +94,22 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   Problem p;
   p.win = parse_window(attrs, 2, 0);
   p.N = in[0].shape[0];
-  p.C = in[0].shape[1];
+  p.blocked = blocked;
+  p.C = blocked ? in[0].shape[1] * kInBlock : in[0].shape[1];
   p.H = in[0].shape[2];
   p.W = in[0].shape[3];
   p.O = attrs.get_int("channels");
   p.KH = in[1].shape[2];
   p.KW = in[1].shape[3];
-  p.C4 = ceil_div(p.C, kGroup);
+  // Blocked, x's channels are padded to a block: the filters' groups of 4 cover its last block
+  // in part (the channels past them hold what no filter reads).
+  p.C4 = blocked ? in[1].shape[1] : ceil_div(p.C, kGroup);
   p.OB = ceil_div(p.O, kBlock);
   const std::vector<int64_t> want = {p.OB, p.C4, p.KH, p.KW, kBlock, kGroup};
-  ANVIL_CHECK(in[1].shape == want, op, ": input 'packed' ", list_str(in[1].shape),
-              " does not hold channels = ", p.O, " filters over C = ", p.C,
-              " input channels (expected ", list_str(want), ")");
+  ANVIL_CHECK(
+      in[1].shape == want && (!blocked || ceil_div(p.C4, kInBlock / kGroup) == in[0].shape[1]), op,
+      ": input 'packed' ", list_str(in[1].shape), " does not hold channels = ", p.O,
+      " filters over the ", p.C, " input channels of x ", to_string(in[0]));
   auto out_size = [&](int64_t n, int64_t k, size_t d) {
     const int64_t eff = (k - 1) * p.win.dilations[d] + 1;
     const int64_t padded = n + p.win.pad_lo[d] + p.win.pad_hi[d];
@@ -109,16 +132,41 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
   const int pt = static_cast<int>(p.win.pad_lo[0]), pl = static_cast<int>(p.win.pad_lo[1]);
   const int64_t HP = p.H + p.win.pad_lo[0] + p.win.pad_hi[0];
   const int64_t WP = p.W + p.win.pad_lo[1] + p.win.pad_hi[1];
-  te::Tensor xb = te::compute(
-      to_exprs({p.N, p.C4, HP, WP, kGroup}),
-      [&](const std::vector<Var>& v) {
-        Expr c = v[1] * kGroup + v[4], y = v[2] - pt, xx = v[3] - pl;
-        Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
-        Expr fill = p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
-        Expr value = x(v[0], min(c, C - 1), max(min(y, H - 1), 0), max(min(xx, W - 1), 0));
-        return select(c < C, select(inside, value, fill), ir::make_zero(DataType::UInt(8)));
-      },
-      "conv2d_int8_x");
+  // What the padding holds (read inside each compute's body, which records its reads).
+  auto fill = [&] {
+    return p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
+  };
+  // What the product reads: group c4's byte i at padded position (y, x).
+  std::function<Expr(Expr, Expr, Expr, Expr, Expr)> read;
+  if (!p.blocked) {
+    te::Tensor xb = te::compute(
+        to_exprs({p.N, p.C4, HP, WP, kGroup}),
+        [&](const std::vector<Var>& v) {
+          Expr c = v[1] * kGroup + v[4], y = v[2] - pt, xx = v[3] - pl;
+          Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
+          Expr value = x(v[0], min(c, C - 1), max(min(y, H - 1), 0), max(min(xx, W - 1), 0));
+          return select(c < C, select(inside, value, fill()), ir::make_zero(DataType::UInt(8)));
+        },
+        "conv2d_int8_x");
+    read = [xb](Expr n, Expr c4, Expr y, Expr xx, Expr i) { return xb(n, c4, y, xx, i); };
+  } else {
+    te::Tensor src = x;
+    if (p.pads()) {
+      src = te::compute(
+          to_exprs({p.N, p.C / kInBlock, HP, WP, kInBlock}),
+          [&](const std::vector<Var>& v) {
+            Expr y = v[2] - pt, xx = v[3] - pl;
+            Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
+            return select(
+                inside, x(v[0], v[1], max(min(y, H - 1), 0), max(min(xx, W - 1), 0), v[4]), fill());
+          },
+          "conv2d_int8_x");
+    }
+    constexpr int per_block = kInBlock / kGroup;
+    read = [src](Expr n, Expr c4, Expr y, Expr xx, Expr i) {
+      return src(n, floordiv(c4, per_block), y, xx, floormod(c4, per_block) * kGroup + i);
+    };
+  }
   IterVar c4 = te::reduce_axis(static_cast<int>(p.C4), "c4");
   IterVar ky = te::reduce_axis(static_cast<int>(p.KH), "ky");
   IterVar kx = te::reduce_axis(static_cast<int>(p.KW), "kx");
@@ -128,11 +176,16 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
   te::Tensor acc = te::compute(
       to_exprs({p.N, p.OB, p.OH, p.OW, kBlock}),
       [&](const std::vector<Var>& v) {
-        Expr a = xb(v[0], c4->var, v[2] * sy + ky->var * dy, v[3] * sx + kx->var * dx, i->var);
+        Expr a = read(v[0], c4->var, v[2] * sy + ky->var * dy, v[3] * sx + kx->var * dx, i->var);
         Expr b = w(v[1], c4->var, ky->var, kx->var, v[4], i->var);
         return te::sum(cast(DataType::Int32(), a) * cast(DataType::Int32(), b), {c4, ky, kx, i});
       },
       "conv2d_int8_acc");
+  if (p.blocked) {
+    return {te::compute(
+        acc->shape, [&](const std::vector<Var>& v) { return acc(v[0], v[1], v[2], v[3], v[4]); },
+        "conv2d_int8")};
+  }
   te::Tensor out = te::compute(
       to_exprs({p.N, p.O, p.OH, p.OW}),
       [&](Var n, Var o, Var y, Var xx) {
@@ -151,21 +204,36 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
   const auto* x = in[0].data_as<uint8_t>();
   const auto* w = in[1].data_as<int8_t>();
   const int64_t fill = in.size() == 3 ? in[2].data_as<uint8_t>()[0] : 0;
-  runtime::NDArray out = runtime::NDArray::empty({p.N, p.O, p.OH, p.OW}, runtime::dl_int32());
-  int32_t* o = out.data_as<int32_t>();
+  // Blocked, the output's padded channels too (their filters are zeros).
+  const int64_t O = p.blocked ? p.OB * kBlock : p.O;
+  const int64_t C = std::min(p.C, p.C4 * kGroup);
+  runtime::NDArray out =
+      runtime::NDArray::empty(p.blocked ? std::vector<int64_t>{p.N, p.OB, p.OH, p.OW, kBlock}
+                                        : std::vector<int64_t>{p.N, p.O, p.OH, p.OW},
+                              runtime::dl_int32());
+  auto x_at = [&](int64_t n, int64_t c, int64_t y, int64_t xx) {
+    if (!p.blocked) return x[((n * p.C + c) * p.H + y) * p.W + xx];
+    return x[(((n * (p.C / kInBlock) + c / kInBlock) * p.H + y) * p.W + xx) * kInBlock +
+             c % kInBlock];
+  };
+  auto out_at = [&](int64_t n, int64_t oc, int64_t oy, int64_t ox) -> int32_t& {
+    int32_t* o = out.data_as<int32_t>();
+    if (!p.blocked) return o[((n * p.O + oc) * p.OH + oy) * p.OW + ox];
+    return o[(((n * p.OB + oc / kBlock) * p.OH + oy) * p.OW + ox) * kBlock + oc % kBlock];
+  };
   for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t oc = 0; oc < p.O; ++oc)
+    for (int64_t oc = 0; oc < O; ++oc)
       for (int64_t oy = 0; oy < p.OH; ++oy)
         for (int64_t ox = 0; ox < p.OW; ++ox) {
           int64_t s = 0;
-          for (int64_t c = 0; c < p.C; ++c)
+          for (int64_t c = 0; c < C; ++c)
             for (int64_t ky = 0; ky < p.KH; ++ky)
               for (int64_t kx = 0; kx < p.KW; ++kx) {
                 const int64_t y = oy * p.win.strides[0] + ky * p.win.dilations[0] - p.win.pad_lo[0];
                 const int64_t xx =
                     ox * p.win.strides[1] + kx * p.win.dilations[1] - p.win.pad_lo[1];
                 const bool inside = y >= 0 && y < p.H && xx >= 0 && xx < p.W;
-                const int64_t a = inside ? x[((n * p.C + c) * p.H + y) * p.W + xx] : fill;
+                const int64_t a = inside ? x_at(n, c, y, xx) : fill;
                 const int64_t b =
                     w[((((oc / kBlock * p.C4 + c / kGroup) * p.KH + ky) * p.KW + kx) * kBlock +
                        oc % kBlock) *
@@ -173,7 +241,7 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
                       c % kGroup];
                 s += a * b;
               }
-          *o++ = static_cast<int32_t>(s);
+          out_at(n, oc, oy, ox) = static_cast<int32_t>(s);
         }
   return {out};
 }
@@ -218,8 +286,9 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
   p.OB = ir::as_const_int(acc->shape[1]).value();
   p.OH = ir::as_const_int(acc->shape[2]).value();
   p.OW = ir::as_const_int(acc->shape[3]).value();
-  p.O = ir::as_const_int(out->shape[1]).value();
-  p.C = ir::as_const_int(xb->shape[1]).value() * kGroup;
+  const bool blocked = out->shape.size() == 5;
+  p.O = ir::as_const_int(out->shape[1]).value() * (blocked ? kBlock : 1);
+  p.C = ir::as_const_int(w->shape[1]).value() * kGroup;
   p.KH = ir::as_const_int(w->shape[2]).value();
   p.KW = ir::as_const_int(w->shape[3]).value();
   Tiles d = default_tiles(p, target);
@@ -234,12 +303,19 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
   // The output: n, channel tiles and rows in one parallel loop; inside, the column tiles (a loop
   // of its own, so that a last, shorter tile splits off as one: fused into the parallel loop, its
   // guard would stay in every tile), then the tile's channels and columns.
+  // The epilogue runs on vectors of channels (blocked, one block's; else the tile's, stored to
+  // their planes).
   te::Stage so = s[out];
   std::vector<IterVar> ax = so.axis();
-  auto [co, ci] = so.split(ax[1], tc);
+  auto [co, ci] = so.split(ax[1], blocked ? tc / kBlock : tc);
   auto [wo, wi] = so.split(ax[3], tw);
-  so.reorder({ax[0], co, ax[2], wo, wi, ci});
-  so.vectorize(ci);
+  if (blocked) {
+    so.reorder({ax[0], co, ax[2], wo, ci, wi, ax[4]});
+    so.vectorize(ax[4]);
+  } else {
+    so.reorder({ax[0], co, ax[2], wo, wi, ci});
+    so.vectorize(ci);
+  }
   IterVar outer = so.fuse(so.fuse(ax[0], co), ax[2]);
   if (par) so.parallel(outer);
 
@@ -259,11 +335,13 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
   if (nh.get()) sa.unroll(nh);
   sa.tensorize(nl, pick_int8_dot(target, lanes, int8_values_read(xb), int8_values_read(w)));
 
-  // The blocked, padded input first, its rows in parallel.
+  // The blocked, padded input first (if any), its rows in parallel.
+  if (!xb.is_compute()) return;
   te::Stage sx = s[xb];
   std::vector<IterVar> xa = sx.axis();
   IterVar rows = sx.fuse(sx.fuse(xa[0], xa[1]), xa[2]);
   if (par) sx.parallel(rows);
+  if (blocked) sx.vectorize(xa[4]);
 }
 
 }  // namespace
@@ -313,14 +391,21 @@ void register_conv_int8_ops() {
   def.attrs = window_attrs(2, 0);
   def.attrs.push_back(
       {"channels", AttrType::kInt, std::nullopt, {positive()}, "O, the output channels", true});
+  def.attrs.push_back({"blocked",
+                       AttrType::kInt,
+                       int64_t{0},
+                       {one_of({0, 1})},
+                       "1: x and the output are NCHW16c (alter_layout's form)"});
   def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>&,
                  const Attrs& attrs) {
     Problem p = analyze(in, attrs);
     return 2.0 * static_cast<double>(p.N * p.O * p.OH * p.OW) *
-           static_cast<double>(p.C * p.KH * p.KW);
+           static_cast<double>(std::min(p.C, p.C4 * kGroup) * p.KH * p.KW);
   };
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(in, attrs);
+    if (p.blocked)
+      return std::vector<TensorType>{{{p.N, p.OB, p.OH, p.OW, kBlock}, DataType::Int32()}};
     return std::vector<TensorType>{{{p.N, p.O, p.OH, p.OW}, DataType::Int32()}};
   };
   def.compute = conv_int8_compute;

@@ -11,6 +11,9 @@
 //     acc[n, cb, oy, ox, l]   = sum over ky, kx of xb[n, cb, sy oy + dy ky, sx ox + dx kx, l]
 //                               * packed[cb, ky, kx, l]
 //     out[n, c, oy, ox]       = acc[n, c/16, oy, ox, c%16]. Exact int32 arithmetic.
+//   With attribute blocked = 1 (alter_layout's form, graph/layout.cc), x is uint8 NCHW16c
+//   [N, ceil(C/16), H, W, 16] (read in place, or through a padded copy where the window pads)
+//   and the output int32 NCHW16c (acc itself); the padded channels' filters are zeros.
 //
 // There is no reduction over channels, so no dot-product instruction applies: each tap is a
 // vector multiply-add of 16 channels in int32 lanes (a byte load widened), and the kernel is bound
@@ -52,15 +55,26 @@ std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attr
 struct Problem {
   int64_t N = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0, OH = 0, OW = 0, CB = 0;
   Window win;
-  bool pad_input = false;
+  bool pad_input = false, blocked = false;
+  bool pads() const {
+    return std::any_of(win.pad_lo.begin(), win.pad_lo.end(), [](int64_t v) { return v > 0; }) ||
+           std::any_of(win.pad_hi.begin(), win.pad_hi.end(), [](int64_t v) { return v > 0; });
+  }
 };
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "depthwise_conv2d_int8";
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
               ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
-  ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
-              ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  const bool blocked = attrs.get_int("blocked", 0) != 0;
+  if (blocked) {
+    ANVIL_CHECK(
+        in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 5 && in[0].shape[4] == kBlock, op,
+        ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ", to_string(in[0]));
+  } else {
+    ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
+                ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  }
   ANVIL_CHECK(in[1].dtype == DataType::Int(8) && in[1].shape.size() == 4, op,
               ": input 'packed' must be int8 [C/16, KH, KW, 16], got ", to_string(in[1]));
   if (in.size() == 3) {
@@ -70,7 +84,8 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   Problem p;
   p.win = parse_window(attrs, 2, 0);
   p.N = in[0].shape[0];
-  p.C = in[0].shape[1];
+  p.blocked = blocked;
+  p.C = blocked ? in[0].shape[1] * kBlock : in[0].shape[1];
   p.H = in[0].shape[2];
   p.W = in[0].shape[3];
   p.KH = in[1].shape[1];
@@ -102,16 +117,24 @@ std::vector<te::Tensor> depthwise_int8_compute(const std::vector<te::Tensor>& in
   const int pt = static_cast<int>(p.win.pad_lo[0]), pl = static_cast<int>(p.win.pad_lo[1]);
   const int64_t HP = p.H + p.win.pad_lo[0] + p.win.pad_hi[0];
   const int64_t WP = p.W + p.win.pad_lo[1] + p.win.pad_hi[1];
-  te::Tensor xb = te::compute(
-      to_exprs({p.N, p.CB, HP, WP, kBlock}),
-      [&](const std::vector<Var>& v) {
-        Expr c = v[1] * kBlock + v[4], y = v[2] - pt, xx = v[3] - pl;
-        Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
-        Expr fill = p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
-        Expr value = x(v[0], min(c, C - 1), max(min(y, H - 1), 0), max(min(xx, W - 1), 0));
-        return select(c < C, select(inside, value, fill), ir::make_zero(DataType::UInt(8)));
-      },
-      "depthwise_conv2d_int8_x");
+  // What the padding holds (read inside each compute's body, which records its reads).
+  auto fill = [&] {
+    return p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
+  };
+  te::Tensor xb = x;
+  if (!p.blocked || p.pads()) {
+    xb = te::compute(
+        to_exprs({p.N, p.CB, HP, WP, kBlock}),
+        [&](const std::vector<Var>& v) {
+          Expr c = v[1] * kBlock + v[4], y = v[2] - pt, xx = v[3] - pl;
+          Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
+          Expr yc = max(min(y, H - 1), 0), xc = max(min(xx, W - 1), 0);
+          if (p.blocked) return select(inside, x(v[0], v[1], yc, xc, v[4]), fill());
+          Expr value = x(v[0], min(c, C - 1), yc, xc);
+          return select(c < C, select(inside, value, fill()), ir::make_zero(DataType::UInt(8)));
+        },
+        "depthwise_conv2d_int8_x");
+  }
   IterVar ky = te::reduce_axis(static_cast<int>(p.KH), "ky");
   IterVar kx = te::reduce_axis(static_cast<int>(p.KW), "kx");
   const int sy = static_cast<int>(p.win.strides[0]), sx = static_cast<int>(p.win.strides[1]);
@@ -124,6 +147,11 @@ std::vector<te::Tensor> depthwise_int8_compute(const std::vector<te::Tensor>& in
         return te::sum(cast(DataType::Int32(), a) * cast(DataType::Int32(), b), {ky, kx});
       },
       "depthwise_conv2d_int8_acc");
+  if (p.blocked) {
+    return {te::compute(
+        acc->shape, [&](const std::vector<Var>& v) { return acc(v[0], v[1], v[2], v[3], v[4]); },
+        "depthwise_conv2d_int8")};
+  }
   te::Tensor out = te::compute(
       to_exprs({p.N, p.C, p.OH, p.OW}),
       [&](Var n, Var c, Var y, Var xx) {
@@ -142,7 +170,15 @@ std::vector<runtime::NDArray> depthwise_int8_reference(const std::vector<runtime
   const auto* x = in[0].data_as<uint8_t>();
   const auto* w = in[1].data_as<int8_t>();
   const int64_t fill = in.size() == 3 ? in[2].data_as<uint8_t>()[0] : 0;
-  runtime::NDArray out = runtime::NDArray::empty({p.N, p.C, p.OH, p.OW}, runtime::dl_int32());
+  runtime::NDArray out =
+      runtime::NDArray::empty(p.blocked ? std::vector<int64_t>{p.N, p.CB, p.OH, p.OW, kBlock}
+                                        : std::vector<int64_t>{p.N, p.C, p.OH, p.OW},
+                              runtime::dl_int32());
+  // Blocked, x and the output are NCHW16c, and p.C counts the padded channels.
+  auto at = [&](int64_t n, int64_t c, int64_t y, int64_t xx, int64_t h, int64_t w) {
+    if (!p.blocked) return ((n * p.C + c) * h + y) * w + xx;
+    return (((n * p.CB + c / kBlock) * h + y) * w + xx) * kBlock + c % kBlock;
+  };
   int32_t* o = out.data_as<int32_t>();
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t c = 0; c < p.C; ++c)
@@ -154,11 +190,11 @@ std::vector<runtime::NDArray> depthwise_int8_reference(const std::vector<runtime
               const int64_t y = oy * p.win.strides[0] + ky * p.win.dilations[0] - p.win.pad_lo[0];
               const int64_t xx = ox * p.win.strides[1] + kx * p.win.dilations[1] - p.win.pad_lo[1];
               const bool inside = y >= 0 && y < p.H && xx >= 0 && xx < p.W;
-              const int64_t a = inside ? x[((n * p.C + c) * p.H + y) * p.W + xx] : fill;
+              const int64_t a = inside ? x[at(n, c, y, xx, p.H, p.W)] : fill;
               const int64_t b = w[((c / kBlock * p.KH + ky) * p.KW + kx) * kBlock + c % kBlock];
               s += a * b;
             }
-          *o++ = static_cast<int32_t>(s);
+          o[at(n, c, oy, ox, p.OH, p.OW)] = static_cast<int32_t>(s);
         }
   return {out};
 }
@@ -197,7 +233,8 @@ void schedule_depthwise_int8_x86(te::Schedule& s, const std::vector<te::Tensor>&
   p.CB = ir::as_const_int(acc->shape[1]).value();
   p.OH = ir::as_const_int(acc->shape[2]).value();
   p.OW = ir::as_const_int(acc->shape[3]).value();
-  p.C = ir::as_const_int(out->shape[1]).value();
+  const bool blocked = out->shape.size() == 5;
+  p.C = ir::as_const_int(out->shape[1]).value() * (blocked ? kBlock : 1);
   p.KH = ir::as_const_int(w->shape[1]).value();
   p.KW = ir::as_const_int(w->shape[2]).value();
   Tiles d = default_tiles(p, target);
@@ -205,30 +242,44 @@ void schedule_depthwise_int8_x86(te::Schedule& s, const std::vector<te::Tensor>&
   ANVIL_CHECK(tw >= 1, "depthwise_conv2d_int8: knob tile_w must be positive, not ", tw);
 
   // The output: n, channel blocks and rows in one parallel loop; inside, the column tiles (their
-  // own loop, so that a shorter last tile splits off once), then the block's channels and columns.
+  // own loop, so that a shorter last tile splits off once), then the tile's columns, each a vector
+  // of the block's channels.
+  IterVar tile;
   te::Stage so = s[out];
   std::vector<IterVar> ax = so.axis();
-  auto [co, ci] = so.split(ax[1], kBlock);
-  auto [wo, wi] = so.split(ax[3], tw);
-  so.reorder({ax[0], co, ax[2], wo, wi, ci});
-  so.vectorize(ci);
-  IterVar outer = so.fuse(so.fuse(ax[0], co), ax[2]);
+  IterVar outer;
+  if (blocked) {
+    auto [wo, wi] = so.split(ax[3], tw);
+    so.reorder({ax[0], ax[1], ax[2], wo, wi, ax[4]});
+    so.vectorize(ax[4]);
+    outer = so.fuse(so.fuse(ax[0], ax[1]), ax[2]);
+    tile = wo;
+  } else {
+    auto [co, ci] = so.split(ax[1], kBlock);
+    auto [wo, wi] = so.split(ax[3], tw);
+    so.reorder({ax[0], co, ax[2], wo, wi, ci});
+    so.vectorize(ci);
+    outer = so.fuse(so.fuse(ax[0], co), ax[2]);
+    tile = wo;
+  }
   if (par) so.parallel(outer);
 
   // The accumulators at the tile loop, the taps outside the tile's columns and channel vector.
   te::Stage sa = s[acc];
   sa.set_scope(ir::MemoryScope::kLocal);
-  sa.compute_at(so, wo);
+  sa.compute_at(so, tile);
   std::vector<IterVar> aa = sa.axis(), ra = sa.reduce_axis();
   sa.reorder({ra[0], ra[1], aa[3], aa[4]});
   sa.unroll(aa[3]);
   sa.vectorize(aa[4]);
 
-  // The blocked, padded input first, its rows in parallel.
+  // The blocked, padded input first (if any), its rows in parallel.
+  if (!xb.is_compute()) return;
   te::Stage sx = s[xb];
   std::vector<IterVar> xa = sx.axis();
   IterVar rows = sx.fuse(sx.fuse(xa[0], xa[1]), xa[2]);
   if (par) sx.parallel(rows);
+  if (blocked) sx.vectorize(xa[4]);
 }
 
 }  // namespace
@@ -271,6 +322,11 @@ void register_depthwise_int8_ops() {
   def.name = "depthwise_conv2d_int8";
   def.pattern = Pattern::kComplexOutFusable;
   def.attrs = window_attrs(2, 0);
+  def.attrs.push_back({"blocked",
+                       AttrType::kInt,
+                       int64_t{0},
+                       {one_of({0, 1})},
+                       "1: x and the output are NCHW16c (alter_layout's form)"});
   def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>&,
                  const Attrs& attrs) {
     Problem p = analyze(in, attrs);
@@ -278,6 +334,8 @@ void register_depthwise_int8_ops() {
   };
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(in, attrs);
+    if (p.blocked)
+      return std::vector<TensorType>{{{p.N, p.CB, p.OH, p.OW, kBlock}, DataType::Int32()}};
     return std::vector<TensorType>{{{p.N, p.C, p.OH, p.OW}, DataType::Int32()}};
   };
   def.compute = depthwise_int8_compute;

@@ -107,7 +107,7 @@ void register_elementwise_math_ops() {
       [](double x, const Attrs&) { return std::ceil(x); });
   // Halves to even (ONNX Round, numpy.round).
   unary_float(
-      "round", [](Expr x, const Attrs&) { return call(Intrinsic::kRound, x); },
+      {"round", {}, kKeepsBlocked}, [](Expr x, const Attrs&) { return call(Intrinsic::kRound, x); },
       [](double x, const Attrs&) { return std::nearbyint(x); });
 
   // selu(x; alpha, gamma) = gamma * x for x > 0, else gamma * alpha * (exp(x) - 1) (ONNX Selu).

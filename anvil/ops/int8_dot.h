@@ -11,6 +11,10 @@
 
 namespace anvil::ops {
 
+// The channel block of the int8 convolutions' blocked form (attribute blocked = 1): uint8
+// activations and int32 results in NCHW16c, one 512-bit vector of accumulators per pixel.
+constexpr int64_t kInt8ChannelBlock = 16;
+
 // Lanes of int32 accumulators per vector: 16 with AVX-512, 8 with AVX2, 4 with 128-bit vectors.
 int64_t int8_dot_lanes(const Target& target);
 

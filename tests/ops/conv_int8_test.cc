@@ -79,6 +79,50 @@ TEST(ConvInt8, EveryConfigOfTheSpaceAgrees) {
     }
 }
 
+// The blocked form (alter_layout's: x and the output NCHW16c) against the reference, and the
+// reference's blocked form against its plain one on the same values.
+TEST(ConvInt8, BlockedFormMatchesTheReferenceAndThePlainForm) {
+  for (const Case& c : std::vector<Case>{
+           {1, 32, 9, 9, 48, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, -1},    // 1x1, read in place
+           {1, 20, 8, 7, 24, 3, {2, 1}, {1, 1}, {1, 0, 1, 2}, 9}}) {  // padded, odd channels
+    SCOPED_TRACE(::testing::Message() << "C=" << c.C << " O=" << c.O << " K=" << c.K);
+    const int64_t CB = (c.C + 15) / 16, OB = (c.O + 15) / 16;
+    runtime::NDArray xb = random_bytes({c.N, CB, c.H, c.W, 16}, u8, 5, 0, 255);
+    runtime::NDArray w = random_bytes({c.O, c.C, c.K, c.K}, i8, 6, -128, 127);
+    Attrs a = conv_attrs(c);
+    a.set("blocked", int64_t{1});
+    CheckOptions o;
+    o.inputs = {xb, pack(w)};
+    std::vector<TensorType> types = {{xb.shape(), u8}, {o.inputs[1].shape(), i8}};
+    if (c.pad_value >= 0) {
+      runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
+      v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
+      o.inputs.push_back(v);
+      types.push_back({{}, u8});
+    }
+    o.gpu = false;
+    check_op("conv2d_int8", types, a, o);
+    // The plain form on x's true channels gives the blocked output's true channels.
+    runtime::NDArray x = runtime::NDArray::empty({c.N, c.C, c.H, c.W}, to_dlpack(u8));
+    for (int64_t ch = 0; ch < c.C; ++ch)
+      for (int64_t p = 0; p < c.H * c.W; ++p)
+        x.data_as<uint8_t>()[ch * c.H * c.W + p] =
+            xb.data_as<uint8_t>()[((ch / 16) * c.H * c.W + p) * 16 + ch % 16];
+    std::vector<runtime::NDArray> plain_in = o.inputs, blocked_in = o.inputs;
+    plain_in[0] = x;
+    const OpDef& d = lookup("conv2d_int8");
+    runtime::NDArray want = d.reference(plain_in, conv_attrs(c))[0];
+    runtime::NDArray got = d.reference(blocked_in, a)[0];
+    ASSERT_EQ(got.shape(), (std::vector<int64_t>{c.N, OB, want.shape()[2], want.shape()[3], 16}));
+    const int64_t P = want.shape()[2] * want.shape()[3];
+    for (int64_t oc = 0; oc < OB * 16; ++oc)
+      for (int64_t p = 0; p < P; ++p) {
+        const int32_t g = got.data_as<int32_t>()[((oc / 16) * P + p) * 16 + oc % 16];
+        ASSERT_EQ(g, oc < c.O ? want.data_as<int32_t>()[oc * P + p] : 0) << oc << " " << p;
+      }
+  }
+}
+
 // The reference itself against the float convolution's on the same integers (pad value 0).
 TEST(ConvInt8, ReferenceAgreesWithTheFloatConvolution) {
   const int64_t C = 6, O = 5, H = 7, W = 6;
@@ -107,7 +151,7 @@ TEST(ConvInt8, Errors) {
   testing::expect_has(testing::user_error([&] {
                         d.infer({{{1, 8, 5, 5}, u8}, {{1, 3, 3, 3, 16, 4}, i8}}, a);
                       }),
-                      "does not hold channels = 16 filters over C = 8");
+                      "does not hold channels = 16 filters over the 8 input channels");
   testing::expect_has(testing::user_error([&] {
                         d.infer({{{1, 8, 2, 2}, u8}, {{1, 2, 3, 3, 16, 4}, i8}}, a);
                       }),

@@ -77,6 +77,49 @@ TEST(DepthwiseInt8, EveryConfigOfTheSpaceAgrees) {
     }
 }
 
+// The blocked form (alter_layout's: x and the output NCHW16c) against the reference, and the
+// reference's blocked form against its plain one on the same values.
+TEST(DepthwiseInt8, BlockedFormMatchesTheReferenceAndThePlainForm) {
+  for (const Case& c : std::vector<Case>{
+           {1, 32, 9, 9, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3},      // padded
+           {1, 20, 8, 7, 3, {2, 2}, {1, 1}, {0, 0, 0, 0}, -1}}) {  // read in place, odd channels
+    SCOPED_TRACE(::testing::Message() << "C=" << c.C << " K=" << c.K);
+    const int64_t CB = (c.C + 15) / 16;
+    runtime::NDArray xb = random_bytes({c.N, CB, c.H, c.W, 16}, u8, 5, 0, 255);
+    runtime::NDArray w = random_bytes({c.C, 1, c.K, c.K}, i8, 6, -128, 127);
+    Attrs a = conv_attrs(c);
+    a.set("blocked", int64_t{1});
+    CheckOptions o;
+    o.inputs = {xb, pack(w)};
+    std::vector<TensorType> types = {{xb.shape(), u8}, {o.inputs[1].shape(), i8}};
+    if (c.pad_value >= 0) {
+      runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
+      v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
+      o.inputs.push_back(v);
+      types.push_back({{}, u8});
+    }
+    o.gpu = false;
+    check_op("depthwise_conv2d_int8", types, a, o);
+    runtime::NDArray x = runtime::NDArray::empty({c.N, c.C, c.H, c.W}, to_dlpack(u8));
+    for (int64_t ch = 0; ch < c.C; ++ch)
+      for (int64_t p = 0; p < c.H * c.W; ++p)
+        x.data_as<uint8_t>()[ch * c.H * c.W + p] =
+            xb.data_as<uint8_t>()[((ch / 16) * c.H * c.W + p) * 16 + ch % 16];
+    std::vector<runtime::NDArray> plain_in = o.inputs;
+    plain_in[0] = x;
+    const OpDef& d = lookup("depthwise_conv2d_int8");
+    runtime::NDArray want = d.reference(plain_in, conv_attrs(c))[0];
+    runtime::NDArray got = d.reference(o.inputs, a)[0];
+    const int64_t P = want.shape()[2] * want.shape()[3];
+    ASSERT_EQ(got.numel(), CB * 16 * P);
+    for (int64_t ch = 0; ch < CB * 16; ++ch)
+      for (int64_t p = 0; p < P; ++p) {
+        const int32_t g = got.data_as<int32_t>()[((ch / 16) * P + p) * 16 + ch % 16];
+        ASSERT_EQ(g, ch < c.C ? want.data_as<int32_t>()[ch * P + p] : 0) << ch << " " << p;
+      }
+  }
+}
+
 // The reference itself against the grouped float convolution's on the same integers (pad 0).
 TEST(DepthwiseInt8, ReferenceAgreesWithTheFloatConvolution) {
   const int64_t C = 19, H = 7, W = 6;
