@@ -13,7 +13,7 @@ goes one way in one and the other way in the other.
 INPUT_DIR holds x00.npy, x01.npy, ... (the model's one input); ANVIL_DIR/a<k>/<output>.npy and
 ORT_DIR/o<k>/output_0.npy are the runtimes' outputs for input k (as `anvil run --output-dir` and
 the bench worker of ONNX Runtime write them). Covers the operators `anvil quantize` and ONNX
-Runtime's quantizer put in image classifiers: Q/DQ, Conv, Relu, MaxPool, Add,
+Runtime's quantizer put in image classifiers: Q/DQ, Conv (grouped too), Relu, Clip, MaxPool, Add,
 GlobalAveragePool, Flatten, Gemm.
 """
 import argparse
@@ -61,6 +61,10 @@ def evaluate(m, inits, x):
                          groups=attr(n, "group", 1)).numpy().astype(np.float32)
         elif op == "Relu":
             y = np.maximum(i[0], 0)
+        elif op == "Clip":
+            lo = i[1] if len(i) > 1 and i[1] is not None else attr(n, "min", -np.inf)
+            hi = i[2] if len(i) > 2 and i[2] is not None else attr(n, "max", np.inf)
+            y = np.clip(i[0], np.float32(lo), np.float32(hi)).astype(np.float32)
         elif op == "MaxPool":
             p = attr(n, "pads", [0, 0, 0, 0])
             xp = F.pad(torch.from_numpy(i[0]), (p[1], p[3], p[0], p[2]), value=-np.inf)
