@@ -18,6 +18,10 @@
 //     *_pack_weight node (fold_constants turns it into a packed constant), the bias becomes an
 //     add of a [1, O'/ob, 1, 1, ob] constant (zero in the padded channels). Convolutions whose
 //     weight or bias is not a constant stay in NCHW.
+//   * conv2d_int8 and depthwise_conv2d_int8 (any channels) -> the same op with blocked = 1: uint8
+//     NCHW16c in, int32 NCHW16c out (anvil/ops/conv_int8.cc). Casts between float32 and integer
+//     types keep the blocked layout like the element-wise ops below (the rescaling and
+//     requantization around them), and their per-channel constants may be of any type.
 //   * dense with a constant float32 weight -> dense_packed over dense_pack_weight (panels of
 //     ops::kDefaultPanel columns), which fold_constants packs once; so does matmul of any rank
 //     against a constant float32 [K, N] (its transpose packed); lstm with constant W and R
