@@ -56,10 +56,6 @@ struct Problem {
   int64_t N = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0, OH = 0, OW = 0, CB = 0;
   Window win;
   bool pad_input = false, blocked = false;
-  bool pads() const {
-    return std::any_of(win.pad_lo.begin(), win.pad_lo.end(), [](int64_t v) { return v > 0; }) ||
-           std::any_of(win.pad_hi.begin(), win.pad_hi.end(), [](int64_t v) { return v > 0; });
-  }
 };
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -94,15 +90,8 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   ANVIL_CHECK(in[1].shape[0] == p.CB && in[1].shape[3] == kBlock, op, ": input 'packed' ",
               list_str(in[1].shape), " does not hold the ", p.C, " channels of x ",
               to_string(in[0]), " (expected [", p.CB, ", KH, KW, ", kBlock, "])");
-  auto out_size = [&](int64_t n, int64_t k, size_t d) {
-    const int64_t eff = (k - 1) * p.win.dilations[d] + 1;
-    const int64_t padded = n + p.win.pad_lo[d] + p.win.pad_hi[d];
-    ANVIL_CHECK(padded >= eff, op, ": input x ", to_string(in[0]), " padded to ", padded,
-                " is smaller than the dilated kernel ", eff, " along spatial axis ", d);
-    return (padded - eff) / p.win.strides[d] + 1;
-  };
-  p.OH = out_size(p.H, p.KH, 0);
-  p.OW = out_size(p.W, p.KW, 1);
+  p.OH = int8_window_extent(op, in[0], p.win, 0, p.H, p.KH);
+  p.OW = int8_window_extent(op, in[0], p.win, 1, p.W, p.KW);
   p.pad_input = in.size() == 3;
   return p;
 }
@@ -122,7 +111,7 @@ std::vector<te::Tensor> depthwise_int8_compute(const std::vector<te::Tensor>& in
     return p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
   };
   te::Tensor xb = x;
-  if (!p.blocked || p.pads()) {
+  if (!p.blocked || int8_window_pads(p.win)) {
     xb = te::compute(
         to_exprs({p.N, p.CB, HP, WP, kBlock}),
         [&](const std::vector<Var>& v) {
@@ -147,18 +136,7 @@ std::vector<te::Tensor> depthwise_int8_compute(const std::vector<te::Tensor>& in
         return te::sum(cast(DataType::Int32(), a) * cast(DataType::Int32(), b), {ky, kx});
       },
       "depthwise_conv2d_int8_acc");
-  if (p.blocked) {
-    return {te::compute(
-        acc->shape, [&](const std::vector<Var>& v) { return acc(v[0], v[1], v[2], v[3], v[4]); },
-        "depthwise_conv2d_int8")};
-  }
-  te::Tensor out = te::compute(
-      to_exprs({p.N, p.C, p.OH, p.OW}),
-      [&](Var n, Var c, Var y, Var xx) {
-        return acc(n, floordiv(c, kBlock), y, xx, floormod(c, kBlock));
-      },
-      "depthwise_conv2d_int8");
-  return {out};
+  return {int8_conv_output(acc, p.blocked, p.C, "depthwise_conv2d_int8")};
 }
 
 std::vector<runtime::NDArray> depthwise_int8_reference(const std::vector<runtime::NDArray>& in,

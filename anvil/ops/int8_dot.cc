@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "anvil/codegen/llvm/codegen_llvm.h"
+#include "anvil/ir/op.h"
 #include "anvil/ops/schedule_util.h"
 #include "anvil/support/error.h"
 
@@ -48,6 +49,38 @@ Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const 
       s[t].compute_inline();
   }
   return p;
+}
+
+int64_t int8_window_extent(const std::string& op, const TensorType& x, const Window& win, size_t d,
+                           int64_t n, int64_t k) {
+  const int64_t eff = (k - 1) * win.dilations[d] + 1;
+  const int64_t padded = n + win.pad_lo[d] + win.pad_hi[d];
+  ANVIL_CHECK(padded >= eff, op, ": input x ", to_string(x), " padded to ", padded,
+              " is smaller than the dilated kernel ", eff, " along spatial axis ", d);
+  return (padded - eff) / win.strides[d] + 1;
+}
+
+bool int8_window_pads(const Window& win) {
+  auto positive = [](int64_t v) { return v > 0; };
+  return std::any_of(win.pad_lo.begin(), win.pad_lo.end(), positive) ||
+         std::any_of(win.pad_hi.begin(), win.pad_hi.end(), positive);
+}
+
+te::Tensor int8_conv_output(const te::Tensor& acc, bool blocked, int64_t channels,
+                            const std::string& name) {
+  if (blocked) {
+    return te::compute(
+        acc->shape,
+        [&](const std::vector<ir::Var>& v) { return acc(v[0], v[1], v[2], v[3], v[4]); }, name);
+  }
+  const std::vector<int64_t> a = shape_of(acc);
+  const int block = static_cast<int>(a[4]);
+  return te::compute(
+      to_exprs({a[0], channels, a[2], a[3]}),
+      [&](ir::Var n, ir::Var c, ir::Var y, ir::Var x) {
+        return acc(n, floordiv(c, block), y, x, floormod(c, block));
+      },
+      name);
 }
 
 void set_int8_packing_defaults(OpDef& pack) {

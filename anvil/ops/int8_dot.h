@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "anvil/ops/op.h"
+#include "anvil/ops/window.h"
 #include "anvil/target/target.h"
 #include "anvil/te/schedule.h"
 #include "anvil/te/tensor_intrin.h"
@@ -37,6 +39,17 @@ struct Int8Product {
   te::Tensor product, activation, weight;
 };
 Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const char* op);
+
+// What the two int8 convolutions (conv_int8.cc, depthwise_int8.cc) share: a window's output
+// extent along spatial axis d of an input of n positions for a kernel of k taps (throws
+// anvil::Error naming `op` and `x` when the padded input is smaller than the dilated kernel),
+// whether the window pads at all, and the op's output stage from its accumulators acc [N, OB, OH,
+// OW, 16]: acc itself when `blocked` (NCHW16c), else [N, channels, OH, OW].
+int64_t int8_window_extent(const std::string& op, const TensorType& x, const Window& win, size_t d,
+                           int64_t n, int64_t k);
+bool int8_window_pads(const Window& win);
+te::Tensor int8_conv_output(const te::Tensor& acc, bool blocked, int64_t channels,
+                            const std::string& name);
 
 // What the two weight-packing ops share: injective (a constant weight is packed once, at compile
 // time), no FLOPs, the default injective schedule and nothing to tune.
