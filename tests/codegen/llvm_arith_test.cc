@@ -329,6 +329,17 @@ TYPED_TEST(LLVMFloatArith, MinMaxPropagateNaN) {
       "min", [](Expr x, Expr y, Expr) { return ir::min(x, y); }, onnx_min, a, b);
   check<T, T>(
       "max", [](Expr x, Expr y, Expr) { return ir::max(x, y); }, onnx_max, a, b);
+  // Against a constant bound (a clip's, a ReLU's zero), which takes the one-comparison form.
+  for (double bound : {0.0, 0.25}) {
+    SCOPED_TRACE(::testing::Message() << "bound " << bound);
+    const T c = static_cast<T>(bound);
+    check<T, T>(
+        "min", [bound](Expr x, Expr, Expr) { return ir::min(x, ir::make_const(x.type(), bound)); },
+        [&](T x, T, int64_t) { return onnx_min(x, c, 0); }, a, b);
+    check<T, T>(
+        "max", [bound](Expr x, Expr, Expr) { return ir::max(x, ir::make_const(x.type(), bound)); },
+        [&](T x, T, int64_t) { return onnx_max(x, c, 0); }, a, b);
+  }
 }
 
 // Ordered comparisons are false on NaN; != is true.

@@ -166,8 +166,25 @@ llvm::Value* IRGen::emit_floor_div_mod(const ir::Expr& a_expr, const ir::Expr& b
   return b_.CreateAdd(q, b_.CreateSExt(adjust, ty));
 }
 
+namespace {
+
+// A constant (scalar or splat) that is not NaN: a clip's bound, a ReLU's zero.
+bool constant_not_nan(llvm::Value* v) {
+  auto* c = llvm::dyn_cast<llvm::Constant>(v);
+  if (c && c->getType()->isVectorTy()) c = c->getSplatValue();
+  auto* f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+  return f && !f->isNaN();
+}
+
+}  // namespace
+
 // ONNX Min/Max: NaN in either operand gives NaN.
 llvm::Value* IRGen::emit_float_min_max(llvm::Value* a, llvm::Value* b, bool is_max) {
+  // Against a constant b that is not NaN, "a wins or a is NaN" is one unordered comparison: on
+  // x86 a compare and a masked move instead of three compares (a clip's bounds, a ReLU's zero).
+  if (constant_not_nan(b)) {
+    return b_.CreateSelect(is_max ? b_.CreateFCmpUGT(a, b) : b_.CreateFCmpULT(a, b), a, b);
+  }
   llvm::Value* a_wins = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
   llvm::Value* a_nan = b_.CreateFCmpUNO(a, a);
   return b_.CreateSelect(b_.CreateOr(a_wins, a_nan), a, b);
