@@ -204,7 +204,12 @@ class LayoutRewriter {
     if ((n.op != "conv2d_int8" && n.op != "depthwise_conv2d_int8") || n.outputs.size() != 1 ||
         n.attrs.get_int("blocked", 0) != 0 || g_.value(n.inputs[0]).type.shape.size() != 4)
       return false;
-    std::vector<ValueId> ins = {blocked(n.inputs[0], ops::kInt8ChannelBlock)};
+    // An input of fewer channels than a block (an image's 3) stays NCHW unless it is blocked
+    // already: blocking it would copy mostly padding, which the convolution would copy again.
+    const ValueId x = n.inputs[0];
+    const bool narrow = g_.value(x).type.shape[1] < ops::kInt8ChannelBlock &&
+                        n.op == "conv2d_int8" && blocked_[x].value < 0;
+    std::vector<ValueId> ins = {narrow ? nchw(x) : blocked(x, ops::kInt8ChannelBlock)};
     for (size_t i = 1; i < n.inputs.size(); ++i) ins.push_back(nchw(n.inputs[i]));
     ops::Attrs attrs = n.attrs;
     attrs.set("blocked", int64_t{1});

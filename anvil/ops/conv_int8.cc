@@ -13,11 +13,12 @@
 //     acc[n, ob, oy, ox, o]  = sum over c4, ky, kx, i of xb[n, c4, sy oy + dy ky, sx ox + dx kx, i]
 //                              * packed[ob, c4, ky, kx, o, i]
 //     out[n, oc, oy, ox]     = acc[n, oc/16, oy, ox, oc%16]. Exact int32 arithmetic.
-//   With attribute blocked = 1 (alter_layout's form, graph/layout.cc), x is uint8 NCHW16c
-//   [N, ceil(C/16), H, W, 16] and the output int32 NCHW16c [N, ceil(O/16), OH, OW, 16] (acc
-//   itself): a group of 4 channels is 4 bytes of a pixel's block, read in place, so that no
-//   reordering copy of the input is made (only a padded one where the window pads), the epilogue
-//   stores whole vectors and consecutive layers exchange blocked tensors.
+//   With attribute blocked = 1 (alter_layout's form, graph/layout.cc) the output is int32
+//   NCHW16c [N, ceil(O/16), OH, OW, 16] (acc itself), and x may be uint8 NCHW16c
+//   [N, ceil(C/16), H, W, 16] (rank 5; a first layer of few channels keeps rank 4): a group of 4
+//   channels is 4 bytes of a pixel's block, read in place, so that no reordering copy of the
+//   input is made (only a padded one where the window pads), the epilogue stores whole vectors
+//   and consecutive layers exchange blocked tensors.
 //
 // Default x86 schedule: the output in tiles of one row by tile_w columns by tile_c output
 // channels (whole blocks of 16 dividing the padded channels), the rows and channel tiles in
@@ -65,7 +66,7 @@ constexpr int kInBlock = kInt8ChannelBlock;  // channels per block of a blocked 
 struct Problem {
   int64_t N = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, OH = 0, OW = 0, C4 = 0, OB = 0;
   Window win;
-  bool pad_input = false, blocked = false;
+  bool pad_input = false, blocked = false, blocked_in = false;
 };
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -73,7 +74,8 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
               ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
   const bool blocked = attrs.get_int("blocked", 0) != 0;
-  if (blocked) {
+  const bool blocked_in = blocked && in[0].shape.size() == 5;
+  if (blocked_in) {
     ANVIL_CHECK(
         in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 5 && in[0].shape[4] == kInBlock,
         op, ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ", to_string(in[0]));
@@ -91,7 +93,8 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.win = parse_window(attrs, 2, 0);
   p.N = in[0].shape[0];
   p.blocked = blocked;
-  p.C = blocked ? in[0].shape[1] * kInBlock : in[0].shape[1];
+  p.blocked_in = blocked_in;
+  p.C = blocked_in ? in[0].shape[1] * kInBlock : in[0].shape[1];
   p.H = in[0].shape[2];
   p.W = in[0].shape[3];
   p.O = attrs.get_int("channels");
@@ -99,12 +102,12 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.KW = in[1].shape[3];
   // Blocked, x's channels are padded to a block: the filters' groups of 4 cover its last block
   // in part (the channels past them hold what no filter reads).
-  p.C4 = blocked ? in[1].shape[1] : ceil_div(p.C, kGroup);
+  p.C4 = blocked_in ? in[1].shape[1] : ceil_div(p.C, kGroup);
   p.OB = ceil_div(p.O, kBlock);
   const std::vector<int64_t> want = {p.OB, p.C4, p.KH, p.KW, kBlock, kGroup};
   ANVIL_CHECK(
-      in[1].shape == want && (!blocked || ceil_div(p.C4, kInBlock / kGroup) == in[0].shape[1]), op,
-      ": input 'packed' ", list_str(in[1].shape), " does not hold channels = ", p.O,
+      in[1].shape == want && (!blocked_in || ceil_div(p.C4, kInBlock / kGroup) == in[0].shape[1]),
+      op, ": input 'packed' ", list_str(in[1].shape), " does not hold channels = ", p.O,
       " filters over the ", p.C, " input channels of x ", to_string(in[0]));
   p.OH = int8_window_extent(op, in[0], p.win, 0, p.H, p.KH);
   p.OW = int8_window_extent(op, in[0], p.win, 1, p.W, p.KW);
@@ -127,7 +130,7 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
   };
   // What the product reads: group c4's byte i at padded position (y, x).
   std::function<Expr(Expr, Expr, Expr, Expr, Expr)> read;
-  if (!p.blocked) {
+  if (!p.blocked_in) {
     te::Tensor xb = te::compute(
         to_exprs({p.N, p.C4, HP, WP, kGroup}),
         [&](const std::vector<Var>& v) {
@@ -190,7 +193,7 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
                                         : std::vector<int64_t>{p.N, p.O, p.OH, p.OW},
                               runtime::dl_int32());
   auto x_at = [&](int64_t n, int64_t c, int64_t y, int64_t xx) {
-    if (!p.blocked) return x[((n * p.C + c) * p.H + y) * p.W + xx];
+    if (!p.blocked_in) return x[((n * p.C + c) * p.H + y) * p.W + xx];
     return x[(((n * (p.C / kInBlock) + c / kInBlock) * p.H + y) * p.W + xx) * kInBlock +
              c % kInBlock];
   };
@@ -319,7 +322,7 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
   std::vector<IterVar> xa = sx.axis();
   IterVar rows = sx.fuse(sx.fuse(xa[0], xa[1]), xa[2]);
   if (par) sx.parallel(rows);
-  if (blocked) sx.vectorize(xa[4]);
+  if (ir::as_const_int(xb->shape[4]).value() == kInBlock) sx.vectorize(xa[4]);
 }
 
 }  // namespace

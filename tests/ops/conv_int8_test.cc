@@ -123,6 +123,32 @@ TEST(ConvInt8, BlockedFormMatchesTheReferenceAndThePlainForm) {
   }
 }
 
+// A first layer's form: x NCHW (3 channels, an image's), the output blocked; against the
+// reference, and that against the plain form's output, blocked.
+TEST(ConvInt8, PlainInputBlockedOutputMatchesThePlainForm) {
+  const Case c{1, 3, 15, 14, 20, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}, 128};
+  runtime::NDArray x = random_bytes({c.N, c.C, c.H, c.W}, u8, 7, 0, 255);
+  runtime::NDArray w = random_bytes({c.O, c.C, c.K, c.K}, i8, 8, -128, 127);
+  runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
+  v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
+  Attrs a = conv_attrs(c);
+  a.set("blocked", int64_t{1});
+  CheckOptions o;
+  o.inputs = {x, pack(w), v};
+  o.gpu = false;
+  check_op("conv2d_int8", {{x.shape(), u8}, {o.inputs[1].shape(), i8}, {{}, u8}}, a, o);
+  const OpDef& d = lookup("conv2d_int8");
+  runtime::NDArray want = d.reference(o.inputs, conv_attrs(c))[0];
+  runtime::NDArray got = d.reference(o.inputs, a)[0];
+  const int64_t P = want.shape()[2] * want.shape()[3];
+  ASSERT_EQ(got.numel(), 2 * 16 * P);
+  for (int64_t oc = 0; oc < 32; ++oc)
+    for (int64_t p = 0; p < P; ++p)
+      ASSERT_EQ(got.data_as<int32_t>()[((oc / 16) * P + p) * 16 + oc % 16],
+                oc < c.O ? want.data_as<int32_t>()[oc * P + p] : 0)
+          << oc << " " << p;
+}
+
 // The reference itself against the float convolution's on the same integers (pad value 0).
 TEST(ConvInt8, ReferenceAgreesWithTheFloatConvolution) {
   const int64_t C = 6, O = 5, H = 7, W = 6;
