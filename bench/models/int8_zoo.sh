@@ -3,7 +3,7 @@
 # against ONNX Runtime running the same QDQ files, then checked against ONNX's definition of the
 # QDQ graph on random inputs (qdq_agreement.py) and against the float model (cosine of the logits).
 #
-#     bench/models/int8_zoo.sh [OUT_DIR=build/int8] [INPUTS=50]
+#     bench/models/int8_zoo.sh [OUT_DIR=build/int8] [INPUTS=50]     (SKIP_BENCH=1: agreement only)
 #
 # Run from the repository root after `make build` and scripts/setup_bench.sh (ONNX Runtime in
 # build/bench-deps). The bench compares outputs with --tolerance 0.05: a quantized model's
@@ -22,7 +22,7 @@ for m in resnet18 mobilenet_v1; do
     "$ANVIL" quantize "$OUT/$m.onnx" -o "$OUT/$m.int8.onnx" --calibration random --samples 8
 done
 
-"$ANVIL" bench "$OUT/resnet18.int8.onnx" "$OUT/resnet18.onnx" \
+[ -n "${SKIP_BENCH:-}" ] || "$ANVIL" bench "$OUT/resnet18.int8.onnx" "$OUT/resnet18.onnx" \
   "$OUT/mobilenet_v1.int8.onnx" "$OUT/mobilenet_v1.onnx" \
   --baselines onnxruntime --threads 1,2 --processes 3 --tolerance 0.05 \
   --summary-json "$OUT/summary.json"
@@ -39,6 +39,7 @@ for m in resnet18 mobilenet_v1; do
   "$ANVIL" compile "$OUT/$m.int8.onnx" -o "$OUT/$m.int8.so" >/dev/null
   "$ANVIL" compile "$OUT/$m.onnx" -o "$OUT/$m.so" >/dev/null
   rm -rf "$OUT/$m.anvil" "$OUT/$m.float" "$OUT/$m.ort"
+  mkdir -p "$OUT/$m.anvil" "$OUT/$m.float" "$OUT/$m.ort"
   requests=()
   for f in "$OUT"/inputs/x*.npy; do
     k=$(basename "$f" .npy)

@@ -92,8 +92,9 @@ std::vector<T> random_values(uint32_t seed, bool small = false) {
   return v;
 }
 
-// out[i] = f(a[i], b[i], i) for i < kN, in a scalar loop (lanes 1) or as `lanes`-wide vectors;
-// `i` is the index expression (a Ramp for vectors).
+// out[i] = f(a[i], b[i], i) for i < kN, in a scalar loop (lanes 1) or as `lanes`-wide vectors
+// (check: 4, 8 and 16, SSE's, AVX's and AVX-512's widths of float32, where the back end has forms
+// of its own); `i` is the index expression (a Ramp for vectors).
 using Builder = std::function<Expr(Expr a, Expr b, Expr i)>;
 
 template <typename T, typename R>
@@ -118,7 +119,7 @@ std::vector<R> run(const Builder& f, const std::vector<T>& a, const std::vector<
 template <typename T, typename R>
 void check(const char* what, const Builder& f, const std::function<R(T, T, int64_t)>& ref,
            const std::vector<T>& a, const std::vector<T>& b) {
-  for (int lanes : {1, 8}) {
+  for (int lanes : {1, 4, 8, 16}) {
     std::vector<R> got = run<T, R>(f, a, b, lanes);
     for (int k = 0; k < kN; ++k) {
       R expected = ref(a[k], b[k], k), value = got[k];

@@ -51,6 +51,10 @@ struct CodegenOptions {
   bool pmadd_128 = false;
   bool pmadd_256 = false;
   bool pmadd_512 = false;
+  // Float32 vmaxps / vminps: 128-bit with SSE, 256 with AVX, 512 with AVX-512 F.
+  bool minmax_128 = false;
+  bool minmax_256 = false;
+  bool minmax_512 = false;
 };
 
 class IRGen {

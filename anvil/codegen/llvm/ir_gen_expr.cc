@@ -1,5 +1,6 @@
 // Expressions, loads and stores.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include <bit>
 #include <numeric>
@@ -180,9 +181,30 @@ bool constant_not_nan(llvm::Value* v) {
 
 // ONNX Min/Max: NaN in either operand gives NaN.
 llvm::Value* IRGen::emit_float_min_max(llvm::Value* a, llvm::Value* b, bool is_max) {
-  // Against a constant b that is not NaN, "a wins or a is NaN" is one unordered comparison: on
-  // x86 a compare and a masked move instead of three compares (a clip's bounds, a ReLU's zero).
+  // Against a constant b that is not NaN (a clip's bounds, a ReLU's zero), "a wins or a is NaN"
+  // is one unordered comparison; on x86 vectors of float32 it is one vmaxps / vminps with b
+  // first, which returns its second operand, a, when either is NaN (and on ties, equal but for
+  // the sign of a zero). LLVM does not select that from the compare itself, for the zero's sign.
   if (constant_not_nan(b)) {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+    if (vt && vt->getElementType()->isFloatTy()) {
+      const unsigned bits = vt->getNumElements() * 32;
+      if (bits == 512 && options_.minmax_512) {
+        return b_.CreateIntrinsic(
+            is_max ? llvm::Intrinsic::x86_avx512_max_ps_512
+                   : llvm::Intrinsic::x86_avx512_min_ps_512,
+            {}, {b, a, b_.getInt32(4)});  // 4: the current rounding, no suppression
+      }
+      if (bits == 256 && options_.minmax_256) {
+        return b_.CreateIntrinsic(
+            is_max ? llvm::Intrinsic::x86_avx_max_ps_256 : llvm::Intrinsic::x86_avx_min_ps_256, {},
+            {b, a});
+      }
+      if (bits == 128 && options_.minmax_128) {
+        return b_.CreateIntrinsic(
+            is_max ? llvm::Intrinsic::x86_sse_max_ps : llvm::Intrinsic::x86_sse_min_ps, {}, {b, a});
+      }
+    }
     return b_.CreateSelect(is_max ? b_.CreateFCmpUGT(a, b) : b_.CreateFCmpULT(a, b), a, b);
   }
   llvm::Value* a_wins = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);

@@ -202,6 +202,9 @@ std::unique_ptr<LLVMModule> LLVMModuleImpl::build(const std::vector<ir::LoweredF
     options.pmadd_128 = sti.checkFeatures("+ssse3");
     options.pmadd_256 = sti.checkFeatures("+avx2");
     options.pmadd_512 = sti.checkFeatures("+avx512bw");
+    options.minmax_128 = sti.checkFeatures("+sse");
+    options.minmax_256 = sti.checkFeatures("+avx");
+    options.minmax_512 = sti.checkFeatures("+avx512f");
   }
   llvm_backend::IRGen gen(*m->module_, options);
   for (const ir::LoweredFunc& f : funcs) {
