@@ -28,8 +28,11 @@ ifeq ($(SANITIZE),1)
   # three end-to-end runs of the command line (a tuning session on the GPU target, one with
   # crashing, hanging and wrong candidates, and the GPU run script on OpenCL: 210 of the
   # sanitizer run's 1,490 test-seconds) whose code the unit tests of measure, bench and the
-  # device executor cover.
-  CTEST_ARGS := -E '^(Build\.Model(Resnet18|MobilenetV1|MobilenetV2|LstmLm|LstmLmOnScaledEmbeddings|Dcgan|DcganOnScaledInputs)|GpuBuild\.(Resnet18OnOpenCL|FiveWorkloadsCompileForCuda|DcganOnOpenCL)|PlanKernels\.TasksAreTheTunablePlansOfEveryZooModel|Zoo/ModelExport\.RoundTripsAndCompiles/(resnet18|mobilenet_v1|mobilenet_v2|lstm_lm)( .*)?|Cli\.Tune(KilledMidRunResumesFromItsRecords|WithTheGeneticSearch|SchedulerSpendsTheBudget)|OnnxConformance\.CompiledPath|Lstm\.EveryKnobOfTheSpaceAgrees|Conv2dNchwc\.ExplicitConfigsWithTails|(Matmul|PoolNchwc)\.EveryConfigOfTheSpaceAgrees|Dense\.EveryConfigOfSmallRowSpacesAgrees|Cli\.Tune(ForAGpuTargetMeasuresOnTheDevice|CompletesWithCrashingHangingAndWrongCandidates)|GpuScript\.EndToEndOnOpenCL)$$'
+  # device executor cover. Likewise the GPU schedule sweeps on OpenCL (PoCL's generated code is not
+  # instrumented), the remaining zoo round trips (dcgan; every built-in model's save and load) and
+  # the bench's multi-process run: about 230 of 2,970 test-seconds on a 2-core Zen 5. (CMake's
+  # regular expressions allow 10 parenthesized groups: add names without new groups.)
+  CTEST_ARGS := -E '^(Build\.Model(Resnet18|MobilenetV1|MobilenetV2|LstmLm|LstmLmOnScaledEmbeddings|Dcgan|DcganOnScaledInputs)|GpuBuild\.(Resnet18OnOpenCL|FiveWorkloadsCompileForCuda|DcganOnOpenCL)|PlanKernels\.TasksAreTheTunablePlansOfEveryZooModel|Zoo/ModelExport\.RoundTripsAndCompiles/(resnet18|mobilenet_v1|mobilenet_v2|lstm_lm)( .*)?|Cli\.Tune(KilledMidRunResumesFromItsRecords|WithTheGeneticSearch|SchedulerSpendsTheBudget)|OnnxConformance\.CompiledPath|Lstm\.EveryKnobOfTheSpaceAgrees|Conv2dNchwc\.ExplicitConfigsWithTails|(Matmul|PoolNchwc)\.EveryConfigOfTheSpaceAgrees|Dense\.EveryConfigOfSmallRowSpacesAgrees|Cli\.Tune(ForAGpuTargetMeasuresOnTheDevice|CompletesWithCrashingHangingAndWrongCandidates)|GpuScript\.EndToEndOnOpenCL|GpuSchedule\.SampledConfigurationsMatchTheReference|GpuSchedule\.EveryConvolutionTileOfASmallSpace|WinogradNchw\.GpuSpacePointsOnOpenCl|Model\.BuiltInModelsRoundTrip|Zoo/ModelExport\.RoundTripsAndCompiles/dcgan.*|Cli\.BenchProcessesReportsTheMedianOfPerProcessMedians)$$'
 else
   BUILD_DIR := build
   CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release
