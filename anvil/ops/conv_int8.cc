@@ -3,15 +3,19 @@
 //
 //   conv2d_int8_pack_weight  w int8 [O, C, KH, KW] -> [ceil(O/16), ceil(C/4), KH, KW, 16, 4]
 //                 (zeros past O and C): each output channel's weights in groups of 4 input
-//                 channels, 16 output channels side by side, as the dot-product instruction reads
+//                 channels, 16 output channels side by side, as the dot-product instruction reads.
+//                 With attribute group = G > 1, w is [O, Cg, KH, KW] (Cg = C/G input channels per
+//                 group) and a block holds the window of input channels its 16 filters read
+//                 (Grouping below), each filter's weights zero outside its own group.
 //   conv2d_int8   x uint8 [N, C, H, W], packed int8, optional pad_value uint8 [] (what the
 //                 padding holds: the activations' zero point, so that the zero point's share is
 //                 the same at every output, a constant per channel); attributes strides,
-//                 dilations, pads (window.h, group 1) and channels = O -> int32 [N, O, OH, OW]
+//                 dilations, pads, group (window.h) and channels = O -> int32 [N, O, OH, OW]
 //     xb[n, c4, y, x, i]     = x[n, 4 c4 + i, y - pad_top, x - pad_left], else pad_value (past C:
 //                              0), the input blocked by 4 channels and padded, computed first
 //     acc[n, ob, oy, ox, o]  = sum over c4, ky, kx, i of xb[n, c4, sy oy + dy ky, sx ox + dx kx, i]
-//                              * packed[ob, c4, ky, kx, o, i]
+//                              * packed[ob, c4, ky, kx, o, i]   (grouped: xb's c4 offset by the
+//                              block's first group, base(ob) / 4)
 //     out[n, oc, oy, ox]     = acc[n, oc/16, oy, ox, oc%16]. Exact int32 arithmetic.
 //   With attribute blocked = 1 (alter_layout's form, graph/layout.cc) the output is int32
 //   NCHW16c [N, ceil(O/16), OH, OW, 16] (acc itself), and x may be uint8 NCHW16c
@@ -50,14 +54,54 @@ using ir::Var;
 constexpr int kBlock = 16;  // output channels per packed block
 constexpr int kGroup = 4;   // input channels per dot-product step
 
-std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attrs&) {
+// The channel groups of a convolution of O filters over C = G * Cg input channels. A block of 16
+// filters reads one window of input channels, from the first channel of its first group: Cg
+// channels when O/G is a multiple of 16 (one group per block), 16/(O/G) groups' when O/G divides
+// 16 and O is a multiple of 16 (several groups per block, each filter's weights zero outside its
+// own). Cg a multiple of 4, so that a window starts at a whole group of 4 bytes. One group: the
+// window is every channel, rounded up to 4.
+struct Grouping {
+  int64_t G = 1, O = 0, Cg = 0;
+
+  int64_t filters() const { return O / G; }  // per group
+  int64_t groups_per_block() const { return G == 1 ? 1 : std::max<int64_t>(1, kBlock / filters()); }
+  int64_t window() const {
+    return G == 1 ? ceil_div(Cg, kGroup) * kGroup : Cg * groups_per_block();
+  }
+  // The first input channel that block ob reads.
+  int64_t base(int64_t ob) const { return G == 1 ? 0 : ob * kBlock / filters() * Cg; }
+  // The same in groups of 4 channels, for a block index in the IR (grouped only).
+  Expr base4(Expr ob) const {
+    return floordiv(ob * kBlock, static_cast<int>(filters())) * static_cast<int>(Cg / kGroup);
+  }
+};
+
+bool grouping_fits(const Grouping& g) {
+  if (g.G == 1) return true;
+  const int64_t og = g.filters();
+  return g.O % g.G == 0 && g.Cg % kGroup == 0 && og > 0 &&
+         (og % kBlock == 0 || (kBlock % og == 0 && g.O % kBlock == 0));
+}
+
+void check_grouping(const std::string& op, const Grouping& g) {
+  ANVIL_CHECK(grouping_fits(g), op, ": group = ", g.G, " with ", g.Cg, " input and ", g.O, " / ",
+              g.G,
+              " output channels per group is not supported (input channels per group a multiple "
+              "of ",
+              kGroup, "; output channels per group a multiple of ", kBlock, ", or dividing ",
+              kBlock, " with all output channels a multiple of ", kBlock, ")");
+}
+
+std::vector<TensorType> pack_infer(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "conv2d_int8_pack_weight";
   ANVIL_CHECK(in.size() == 1, op, ": expects 1 input (w), got ", in.size());
   ANVIL_CHECK(in[0].dtype == DataType::Int(8), op, ": input 'w' must be int8, not ", in[0].dtype);
   ANVIL_CHECK(in[0].shape.size() == 4, op, ": input 'w' must be [O, C, KH, KW], got ",
               list_str(in[0].shape));
   const std::vector<int64_t>& w = in[0].shape;
-  return {{{ceil_div(w[0], kBlock), ceil_div(w[1], kGroup), w[2], w[3], kBlock, kGroup},
+  const Grouping g{attrs.get_int("group", 1), w[0], w[1]};
+  check_grouping(op, g);
+  return {{{ceil_div(w[0], kBlock), g.window() / kGroup, w[2], w[3], kBlock, kGroup},
            DataType::Int(8)}};
 }
 
@@ -65,6 +109,7 @@ constexpr int kInBlock = kInt8ChannelBlock;  // channels per block of a blocked 
 
 struct Problem {
   int64_t N = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, OH = 0, OW = 0, C4 = 0, OB = 0;
+  Grouping groups;  // C4 = groups.window() / 4: the groups of 4 channels that a block reads
   Window win;
   bool pad_input = false, blocked = false, blocked_in = false;
 };
@@ -90,7 +135,7 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
                 ": input 'pad_value' must be a uint8 scalar, got ", to_string(in[2]));
   }
   Problem p;
-  p.win = parse_window(attrs, 2, 0);
+  p.win = parse_window(attrs, 2, kWindowGroup);
   p.N = in[0].shape[0];
   p.blocked = blocked;
   p.blocked_in = blocked_in;
@@ -100,15 +145,26 @@ Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   p.O = attrs.get_int("channels");
   p.KH = in[1].shape[2];
   p.KW = in[1].shape[3];
-  // Blocked, x's channels are padded to a block: the filters' groups of 4 cover its last block
-  // in part (the channels past them hold what no filter reads).
-  p.C4 = blocked_in ? in[1].shape[1] : ceil_div(p.C, kGroup);
   p.OB = ceil_div(p.O, kBlock);
+  // The input channels per group. Blocked, x's channels are padded to a block: the filters'
+  // groups of 4 cover its last block in part (the channels past them hold what no filter reads),
+  // and the packed weight says how many there are.
+  p.groups = {p.win.group, p.O, p.C / p.win.group};
+  if (blocked_in) {
+    p.groups.Cg = in[1].shape[1] * kGroup / p.groups.groups_per_block();
+  } else {
+    ANVIL_CHECK(p.C % p.win.group == 0, op, ": input 'x' ", to_string(in[0]), " has ", p.C,
+                " channels, not divisible by attribute 'group' = ", p.win.group);
+  }
+  check_grouping(op, p.groups);
+  p.C4 = p.groups.window() / kGroup;
+  const int64_t true_channels = p.groups.G == 1 ? p.C4 * kGroup : p.groups.G * p.groups.Cg;
   const std::vector<int64_t> want = {p.OB, p.C4, p.KH, p.KW, kBlock, kGroup};
   ANVIL_CHECK(
-      in[1].shape == want && (!blocked_in || ceil_div(p.C4, kInBlock / kGroup) == in[0].shape[1]),
+      in[1].shape == want && (!blocked_in || ceil_div(true_channels, kInBlock) == in[0].shape[1]),
       op, ": input 'packed' ", list_str(in[1].shape), " does not hold channels = ", p.O,
-      " filters over the ", p.C, " input channels of x ", to_string(in[0]));
+      " filters over the ", p.C, " input channels of x ", to_string(in[0]),
+      p.groups.G == 1 ? "" : " in groups of " + std::to_string(p.groups.Cg));
   p.OH = int8_window_extent(op, in[0], p.win, 0, p.H, p.KH);
   p.OW = int8_window_extent(op, in[0], p.win, 1, p.W, p.KW);
   p.pad_input = in.size() == 3;
@@ -132,7 +188,7 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
   std::function<Expr(Expr, Expr, Expr, Expr, Expr)> read;
   if (!p.blocked_in) {
     te::Tensor xb = te::compute(
-        to_exprs({p.N, p.C4, HP, WP, kGroup}),
+        to_exprs({p.N, ceil_div(p.C, kGroup), HP, WP, kGroup}),
         [&](const std::vector<Var>& v) {
           Expr c = v[1] * kGroup + v[4], y = v[2] - pt, xx = v[3] - pl;
           Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
@@ -168,7 +224,9 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
   te::Tensor acc = te::compute(
       to_exprs({p.N, p.OB, p.OH, p.OW, kBlock}),
       [&](const std::vector<Var>& v) {
-        Expr a = read(v[0], c4->var, v[2] * sy + ky->var * dy, v[3] * sx + kx->var * dx, i->var);
+        // Grouped, the block's window of input channels starts at its first group's.
+        Expr c = p.groups.G == 1 ? Expr(c4->var) : p.groups.base4(v[1]) + c4->var;
+        Expr a = read(v[0], c, v[2] * sy + ky->var * dy, v[3] * sx + kx->var * dx, i->var);
         Expr b = w(v[1], c4->var, ky->var, kx->var, v[4], i->var);
         return te::sum(cast(DataType::Int32(), a) * cast(DataType::Int32(), b), {c4, ky, kx, i});
       },
@@ -187,7 +245,10 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
   const int64_t fill = in.size() == 3 ? in[2].data_as<uint8_t>()[0] : 0;
   // Blocked, the output's padded channels too (their filters are zeros).
   const int64_t O = p.blocked ? p.OB * kBlock : p.O;
-  const int64_t C = std::min(p.C, p.C4 * kGroup);
+  // The input channels filter oc reads: [lo, lo + Cg) (all of them, to a whole group of 4, with
+  // one group).
+  const Grouping& g = p.groups;
+  const int64_t Cg = g.G == 1 ? std::min(p.C, p.C4 * kGroup) : g.Cg;
   runtime::NDArray out =
       runtime::NDArray::empty(p.blocked ? std::vector<int64_t>{p.N, p.OB, p.OH, p.OW, kBlock}
                                         : std::vector<int64_t>{p.N, p.O, p.OH, p.OW},
@@ -207,7 +268,8 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
       for (int64_t oy = 0; oy < p.OH; ++oy)
         for (int64_t ox = 0; ox < p.OW; ++ox) {
           int64_t s = 0;
-          for (int64_t c = 0; c < C; ++c)
+          const int64_t lo = g.G == 1 ? 0 : oc / g.filters() * g.Cg, base = g.base(oc / kBlock);
+          for (int64_t c = lo; c < lo + Cg; ++c)
             for (int64_t ky = 0; ky < p.KH; ++ky)
               for (int64_t kx = 0; kx < p.KW; ++kx) {
                 const int64_t y = oy * p.win.strides[0] + ky * p.win.dilations[0] - p.win.pad_lo[0];
@@ -216,10 +278,11 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
                 const bool inside = y >= 0 && y < p.H && xx >= 0 && xx < p.W;
                 const int64_t a = inside ? x_at(n, c, y, xx) : fill;
                 const int64_t b =
-                    w[((((oc / kBlock * p.C4 + c / kGroup) * p.KH + ky) * p.KW + kx) * kBlock +
+                    w[((((oc / kBlock * p.C4 + (c - base) / kGroup) * p.KH + ky) * p.KW + kx) *
+                           kBlock +
                        oc % kBlock) *
                           kGroup +
-                      c % kGroup];
+                      (c - base) % kGroup];
                 s += a * b;
               }
           out_at(n, oc, oy, ox) = static_cast<int32_t>(s);
@@ -327,21 +390,37 @@ void schedule_conv_int8_x86(te::Schedule& s, const std::vector<te::Tensor>& outs
 
 }  // namespace
 
+bool conv_int8_takes_groups(int64_t channels, int64_t filters, int64_t group) {
+  return group >= 1 && channels % group == 0 && grouping_fits({group, filters, channels / group});
+}
+
 void register_conv_int8_ops() {
   OpDef pack;
   set_int8_packing_defaults(pack);
   pack.name = "conv2d_int8_pack_weight";
+  pack.attrs = {{"group",
+                 AttrType::kInt,
+                 int64_t{1},
+                 {positive()},
+                 "channel groups: w is [O, C/group, KH, KW]"}};
   pack.infer = pack_infer;
   pack.compute = [](const std::vector<te::Tensor>& in, const Attrs& attrs) {
     TensorType t = pack_infer({type_of(in[0])}, attrs)[0];
     const te::Tensor& w = in[0];
     const std::vector<int64_t> ws = shape_of(w);
-    const int O = static_cast<int>(ws[0]), C = static_cast<int>(ws[1]);
+    const Grouping g{attrs.get_int("group", 1), ws[0], ws[1]};
+    const int O = static_cast<int>(ws[0]), Cg = static_cast<int>(ws[1]);
     return std::vector<te::Tensor>{te::compute(
         to_exprs(t.shape),
         [&](const std::vector<Var>& v) {
+          // Output channel o, and input channel c relative to o's group.
           Expr o = v[0] * kBlock + v[4], c = v[1] * kGroup + v[5];
-          return select(o < O && c < C, w(min(o, O - 1), min(c, C - 1), v[2], v[3]),
+          if (g.G > 1) {
+            const int og = static_cast<int>(g.filters());
+            c = c + g.base4(v[0]) * kGroup - floordiv(o, og) * Cg;
+          }
+          return select(o < O && c >= 0 && c < Cg,
+                        w(min(o, O - 1), max(min(c, Cg - 1), 0), v[2], v[3]),
                         ir::make_zero(DataType::Int(8)));
         },
         "conv2d_int8_pack_weight")};
@@ -349,6 +428,7 @@ void register_conv_int8_ops() {
   pack.reference = [](const std::vector<runtime::NDArray>& in, const Attrs& attrs) {
     TensorType t = pack_infer({{in[0].shape(), DataType::Int(8)}}, attrs)[0];
     const std::vector<int64_t>& ws = in[0].shape();
+    const Grouping g{attrs.get_int("group", 1), ws[0], ws[1]};
     runtime::NDArray out = runtime::NDArray::empty(t.shape, to_dlpack(DataType::Int(8)));
     const auto* w = in[0].data_as<int8_t>();
     auto* o = out.data_as<int8_t>();
@@ -358,9 +438,12 @@ void register_conv_int8_ops() {
           for (int64_t kx = 0; kx < ws[3]; ++kx)
             for (int64_t oi = 0; oi < kBlock; ++oi)
               for (int64_t i = 0; i < kGroup; ++i) {
-                const int64_t oc = ob * kBlock + oi, c = c4 * kGroup + i;
-                *o++ = oc < ws[0] && c < ws[1] ? w[((oc * ws[1] + c) * ws[2] + ky) * ws[3] + kx]
-                                               : int8_t{0};
+                // Output channel oc, and input channel c relative to oc's group.
+                const int64_t oc = ob * kBlock + oi;
+                const int64_t c = g.base(ob) + c4 * kGroup + i - oc / g.filters() * g.Cg;
+                *o++ = oc < ws[0] && c >= 0 && c < ws[1]
+                           ? w[((oc * ws[1] + c) * ws[2] + ky) * ws[3] + kx]
+                           : int8_t{0};
               }
     return std::vector<runtime::NDArray>{out};
   };
@@ -369,7 +452,7 @@ void register_conv_int8_ops() {
   OpDef def;
   def.name = "conv2d_int8";
   def.pattern = Pattern::kComplexOutFusable;
-  def.attrs = window_attrs(2, 0);
+  def.attrs = window_attrs(2, kWindowGroup);
   def.attrs.push_back(
       {"channels", AttrType::kInt, std::nullopt, {positive()}, "O, the output channels", true});
   def.attrs.push_back({"blocked",
@@ -380,8 +463,9 @@ void register_conv_int8_ops() {
   def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>&,
                  const Attrs& attrs) {
     Problem p = analyze(in, attrs);
+    const int64_t per_filter = p.groups.G == 1 ? std::min(p.C, p.C4 * kGroup) : p.groups.Cg;
     return 2.0 * static_cast<double>(p.N * p.O * p.OH * p.OW) *
-           static_cast<double>(std::min(p.C, p.C4 * kGroup) * p.KH * p.KW);
+           static_cast<double>(per_filter * p.KH * p.KW);
   };
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(in, attrs);

@@ -51,6 +51,11 @@ bool int8_window_pads(const Window& win);
 te::Tensor int8_conv_output(const te::Tensor& acc, bool blocked, int64_t channels,
                             const std::string& name);
 
+// Whether conv2d_int8 (attribute group) takes `group` groups of `channels` input channels and
+// `filters` output channels (conv_int8.cc: input channels per group a multiple of 4; output
+// channels per group a multiple of 16, or dividing 16 with all of them a multiple of 16).
+bool conv_int8_takes_groups(int64_t channels, int64_t filters, int64_t group);
+
 // What the two weight-packing ops share: injective (a constant weight is packed once, at compile
 // time), no FLOPs, the default injective schedule and nothing to tune.
 void set_int8_packing_defaults(OpDef& pack);

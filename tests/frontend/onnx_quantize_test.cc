@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "anvil/frontend/onnx/importer.h"
@@ -590,6 +591,53 @@ TEST(IntegerProducts, DepthwiseInt8FiltersTakeTheInt8DepthwiseConvolution) {
           ASSERT_EQ(out.at(0).data_as<int32_t>()[c * OH * OW + p],
                     conv_at(x, s, zero_point, c, p / OW, p % OW))
               << what << " channel " << c << " position " << p;
+    }
+  }
+}
+
+// A grouped ConvInteger (ResNeXt's 4 channels per group: 8 groups, 4 per block of 16 filters)
+// takes the int8 convolution with groups; one whose groups the blocks do not take (6 channels per
+// group) stays on the float path. Both against the formula, compiled and interpreted.
+TEST(IntegerProducts, GroupedInt8FiltersTakeTheGroupedInt8Convolution) {
+  const int64_t H = 7, W = 6;
+  for (const auto& [C, group, int8] : {std::tuple<int64_t, int64_t, bool>{32, 8, true},
+                                       std::tuple<int64_t, int64_t, bool>{36, 6, false}}) {
+    const int64_t O = C, Cg = C / group, Og = O / group;
+    SCOPED_TRACE(::testing::Message() << "C=" << C << " group=" << group);
+    NDArray w = random_ints<int8_t>({O, Cg, 3, 3}, -128, 127, 31);
+    std::vector<int> wv = values_of<int8_t>(w);
+    NDArray x = random_ints<uint8_t>({1, C, H, W}, 0, 255, 32);
+    const int zp = 77;
+    auto conv_at = [&](int64_t o, int64_t y, int64_t xx) {
+      int64_t sum = 0;
+      for (int64_t ci = 0; ci < Cg; ++ci)
+        for (int64_t ky = 0; ky < 3; ++ky)
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            int64_t iy = y + ky - 1, ix = xx + kx - 1;
+            if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;  // padding: (x - zp) is 0
+            const int64_t c = o / Og * Cg + ci;
+            sum += int64_t{at<uint8_t>(x, (c * H + iy) * W + ix) - zp} *
+                   wv[static_cast<size_t>(((o * Cg + ci) * 3 + ky) * 3 + kx)];
+          }
+      return sum;
+    };
+    OnnxModel m(10);
+    m.input("x", {1, C, H, W}, kU8);
+    init_ints(m, "w", {O, Cg, 3, 3}, kI8, wv);
+    init_ints(m, "xzp", {}, kU8, {zp});
+    m.output("y");
+    ::onnx::NodeProto& n = m.node("ConvInteger", {"x", "w", "xzp"}, {"y"}, "conv");
+    OnnxModel::attr(n, "pads", V{1, 1, 1, 1});
+    OnnxModel::attr(n, "group", group);
+    graph::CompiledGraph cg =
+        graph::CompiledGraph::build(frontend::import_onnx_bytes(m.bytes()), Target::host(), {});
+    EXPECT_EQ(cg.summary().find("conv2d_int8") != std::string::npos, int8) << cg.summary();
+    for (const auto& [what, out] : run_both(m, {x})) {
+      ASSERT_EQ(out.at(0).shape(), (V{1, O, H, W})) << what;
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t p = 0; p < H * W; ++p)
+          ASSERT_EQ(out.at(0).data_as<int32_t>()[o * H * W + p], conv_at(o, p / W, p % W))
+              << what << " channel " << o << " position " << p;
     }
   }
 }

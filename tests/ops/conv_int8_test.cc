@@ -1,10 +1,13 @@
 // conv2d_int8 and its weight packing against their references (exact: int32 arithmetic) over the
 // full uint8 and int8 ranges: 1x1, 3x3 and 7x7 kernels, strides, dilations, asymmetric padding
 // filled with a pad value, channels the groups and blocks do not divide, batch 2, every config of
-// a space; against the plain float convolution's reference on the same integers; and the errors.
+// a space; grouped convolutions (one group per block of 16 filters, several per block), plain and
+// blocked; against the plain float convolution's reference on the same integers, grouped too; and
+// the errors.
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "ops_testing.h"
 #include "testing/errors.h"
@@ -19,27 +22,31 @@ using ops_testing::random_bytes;
 
 const DataType u8 = DataType::UInt(8), i8 = DataType::Int(8);
 
-runtime::NDArray pack(const runtime::NDArray& w) {
-  return lookup("conv2d_int8_pack_weight").reference({w}, Attrs("conv2d_int8_pack_weight", {}))[0];
+runtime::NDArray pack(const runtime::NDArray& w, int64_t group = 1) {
+  return lookup("conv2d_int8_pack_weight")
+      .reference({w}, Attrs("conv2d_int8_pack_weight", {{"group", group}}))[0];
 }
 
 struct Case {
   int64_t N, C, H, W, O, K;
   std::vector<int64_t> strides, dilations, pads;
   int pad_value;  // -1: no pad_value input
+  int64_t group = 1;
 };
 
 Attrs conv_attrs(const Case& c) {
-  return Attrs(
-      "conv2d_int8",
-      {{"strides", c.strides}, {"dilations", c.dilations}, {"pads", c.pads}, {"channels", c.O}});
+  return Attrs("conv2d_int8", {{"strides", c.strides},
+                               {"dilations", c.dilations},
+                               {"pads", c.pads},
+                               {"channels", c.O},
+                               {"group", c.group}});
 }
 
 void check_case(const Case& c, uint32_t seed, Config config = {}) {
   runtime::NDArray x = random_bytes({c.N, c.C, c.H, c.W}, u8, seed, 0, 255);
-  runtime::NDArray w = random_bytes({c.O, c.C, c.K, c.K}, i8, seed + 1, -128, 127);
+  runtime::NDArray w = random_bytes({c.O, c.C / c.group, c.K, c.K}, i8, seed + 1, -128, 127);
   CheckOptions o;
-  o.inputs = {x, pack(w)};
+  o.inputs = {x, pack(w, c.group)};
   std::vector<TensorType> types = {{x.shape(), u8}, {o.inputs[1].shape(), i8}};
   if (c.pad_value >= 0) {
     runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
@@ -149,6 +156,77 @@ TEST(ConvInt8, PlainInputBlockedOutputMatchesThePlainForm) {
           << oc << " " << p;
 }
 
+// Grouped: 4 filters per group (4 groups per block of 16), 8 (2 per block), 32 (2 blocks per
+// group), with padding, a pad value and strides; the compiled kernel against the reference, plain
+// and blocked (x NCHW16c, its padded channels never read).
+TEST(ConvInt8, GroupedMatchesTheReference) {
+  uint32_t seed = 30;
+  for (const Case& c : std::vector<Case>{
+           {1, 32, 9, 10, 32, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, 17, 8},     // ResNeXt's 4 per group
+           {1, 48, 8, 8, 48, 3, {2, 2}, {1, 1}, {1, 0, 1, 2}, -1, 6},      // 8 in, 8 out per group
+           {2, 16, 7, 7, 64, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, -1, 2},      // 32 out per group
+           {1, 24, 6, 9, 32, 3, {1, 2}, {2, 1}, {2, 1, 2, 1}, 250, 2}}) {  // 12 in, 16 out
+    SCOPED_TRACE(::testing::Message() << "C=" << c.C << " O=" << c.O << " group=" << c.group);
+    check_case(c, seed);
+    // Blocked: the same values in NCHW16c, the output too.
+    const int64_t CB = (c.C + 15) / 16;
+    runtime::NDArray xb = random_bytes({c.N, CB, c.H, c.W, 16}, u8, seed + 2, 0, 255);
+    runtime::NDArray w = random_bytes({c.O, c.C / c.group, c.K, c.K}, i8, seed + 3, -128, 127);
+    Attrs a = conv_attrs(c);
+    a.set("blocked", int64_t{1});
+    CheckOptions o;
+    o.inputs = {xb, pack(w, c.group)};
+    std::vector<TensorType> types = {{xb.shape(), u8}, {o.inputs[1].shape(), i8}};
+    if (c.pad_value >= 0) {
+      runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
+      v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
+      o.inputs.push_back(v);
+      types.push_back({{}, u8});
+    }
+    o.gpu = false;
+    check_op("conv2d_int8", types, a, o);
+    seed += 4;
+  }
+}
+
+// The weight packing compiled against its reference: one group with channels the blocks do not
+// divide, and grouped weights (several groups per block, and one).
+TEST(ConvInt8, PackingMatchesItsReference) {
+  for (const auto& [O, Cg, group] : {std::tuple<int64_t, int64_t, int64_t>{21, 13, 1},
+                                     std::tuple<int64_t, int64_t, int64_t>{48, 8, 6},
+                                     std::tuple<int64_t, int64_t, int64_t>{64, 4, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "O=" << O << " Cg=" << Cg << " group=" << group);
+    CheckOptions o;
+    o.inputs = {random_bytes({O, Cg, 3, 3}, i8, 13, -128, 127)};
+    o.gpu = false;
+    check_op("conv2d_int8_pack_weight", {{{O, Cg, 3, 3}, i8}},
+             Attrs("conv2d_int8_pack_weight", {{"group", group}}), o);
+  }
+}
+
+// The grouped reference against the float convolution's with the same groups, on the same
+// integers (pad value 0): 2 filters per group and 16.
+TEST(ConvInt8, GroupedReferenceAgreesWithTheFloatConvolution) {
+  for (const auto& [C, O, group] : {std::tuple<int64_t, int64_t, int64_t>{64, 32, 16},
+                                    std::tuple<int64_t, int64_t, int64_t>{8, 32, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "C=" << C << " O=" << O << " group=" << group);
+    const int64_t H = 6, W = 7, Cg = C / group;
+    runtime::NDArray x = random_bytes({1, C, H, W}, u8, 11, 0, 255);
+    runtime::NDArray w = random_bytes({O, Cg, 3, 3}, i8, 12, -128, 127);
+    runtime::NDArray xf = runtime::NDArray::empty({1, C, H, W}, runtime::dl_float32());
+    runtime::NDArray wf = runtime::NDArray::empty({O, Cg, 3, 3}, runtime::dl_float32());
+    for (int64_t i = 0; i < x.numel(); ++i) xf.data_as<float>()[i] = x.data_as<uint8_t>()[i];
+    for (int64_t i = 0; i < w.numel(); ++i) wf.data_as<float>()[i] = w.data_as<int8_t>()[i];
+    Case c{1, C, H, W, O, 3, {1, 2}, {1, 1}, {1, 1, 0, 1}, -1, group};
+    runtime::NDArray got = lookup("conv2d_int8").reference({x, pack(w, group)}, conv_attrs(c))[0];
+    runtime::NDArray want = lookup("conv2d").reference(
+        {xf, wf}, Attrs("conv2d", {{"strides", c.strides}, {"pads", c.pads}, {"group", group}}))[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_EQ(got.data_as<int32_t>()[i], static_cast<int32_t>(want.data_as<float>()[i])) << i;
+  }
+}
+
 // The reference itself against the float convolution's on the same integers (pad value 0).
 TEST(ConvInt8, ReferenceAgreesWithTheFloatConvolution) {
   const int64_t C = 6, O = 5, H = 7, W = 6;
@@ -186,6 +264,23 @@ TEST(ConvInt8, Errors) {
                         d.infer({{{1, 8, 5, 5}, u8}, {{1, 2, 3, 3, 16, 4}, i8}, {{1}, u8}}, a);
                       }),
                       "input 'pad_value' must be a uint8 scalar");
+  // Groups whose channels the blocks do not take.
+  Attrs grouped("conv2d_int8", {{"channels", int64_t{24}}, {"group", int64_t{2}}});
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 16, 5, 5}, u8}, {{2, 2, 3, 3, 16, 4}, i8}}, grouped);
+                      }),
+                      "group = 2 with 8 input and 24 / 2 output channels per group is not "
+                      "supported");
+  testing::expect_has(testing::user_error([&] {
+                        d.infer({{{1, 15, 5, 5}, u8}, {{2, 2, 3, 3, 16, 4}, i8}}, grouped);
+                      }),
+                      "has 15 channels, not divisible by attribute 'group' = 2");
+  const OpDef& pack_def = lookup("conv2d_int8_pack_weight");
+  testing::expect_has(testing::user_error([&] {
+                        pack_def.infer({{{32, 6, 3, 3}, i8}},
+                                       Attrs("conv2d_int8_pack_weight", {{"group", int64_t{4}}}));
+                      }),
+                      "group = 4 with 6 input and 32 / 4 output channels per group");
 }
 
 }  // namespace

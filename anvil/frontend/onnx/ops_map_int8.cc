@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "anvil/frontend/onnx/importer_internal.h"
+#include "anvil/ops/int8_dot.h"
 #include "anvil/support/error.h"
 
 namespace anvil::frontend::onnx_detail {
@@ -101,10 +102,13 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
   if (!activation(c, x, x_zp) || !symmetric_int8_weight(c, w, w_zp) || xt.shape.size() != 4 ||
       wt.shape.size() != 4)
     return -1;
-  // One group (conv2d_int8), or one input and one output channel per group (depthwise).
+  // Groups whose channels the int8 blocks take (conv2d_int8; one group included), or one input
+  // and one output channel per group (depthwise).
   const int64_t group = c.attr_int("group", 1);
   const bool depthwise = group > 1 && group == xt.shape[1] && wt.shape[0] == group;
-  if (group == 1 ? wt.shape[1] != xt.shape[1] : !depthwise || wt.shape[1] != 1) return -1;
+  if (wt.shape[1] * group != xt.shape[1] ||
+      !(depthwise || ops::conv_int8_takes_groups(xt.shape[1], wt.shape[0], group)))
+    return -1;
   const std::vector<int64_t> in(xt.shape.begin() + 2, xt.shape.end());
   const std::vector<int64_t> kernel(wt.shape.begin() + 2, wt.shape.end());
   const std::vector<int64_t> strides = c.attr_ints("strides", {1, 1});
@@ -113,10 +117,13 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
       window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
   auto [xu, zp] = as_uint8(c, x, x_zp);
   const std::string op = depthwise ? "depthwise_conv2d_int8" : "conv2d_int8";
-  std::vector<ValueId> args = {xu, c.emit1(op + "_pack_weight", A(), {w})};
+  AttrMap pack_attrs;
+  if (!depthwise && group > 1) pack_attrs["group"] = group;
+  std::vector<ValueId> args = {xu, c.emit1(op + "_pack_weight", A(std::move(pack_attrs)), {w})};
   if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
   AttrMap attrs = {{"strides", strides}, {"dilations", dil}, {"pads", pads}};
   if (!depthwise) attrs["channels"] = wt.shape[0];
+  if (!depthwise && group > 1) attrs["group"] = group;
   ValueId acc = c.emit1(op, A(std::move(attrs)), args);
   if (zp < 0) return acc;
   ValueId filter_sums = c.emit1(
