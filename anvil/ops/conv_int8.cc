@@ -116,24 +116,11 @@ struct Problem {
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "conv2d_int8";
-  ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
-              ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
   const bool blocked = attrs.get_int("blocked", 0) != 0;
-  const bool blocked_in = blocked && in[0].shape.size() == 5;
-  if (blocked_in) {
-    ANVIL_CHECK(
-        in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 5 && in[0].shape[4] == kInBlock,
-        op, ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ", to_string(in[0]));
-  } else {
-    ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
-                ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
-  }
+  const bool blocked_in = blocked && !in.empty() && in[0].shape.size() == 5;
+  check_int8_conv_inputs(op, in, blocked_in);
   ANVIL_CHECK(in[1].dtype == DataType::Int(8) && in[1].shape.size() == 6, op,
               ": input 'packed' must be int8 [O/16, C/4, KH, KW, 16, 4], got ", to_string(in[1]));
-  if (in.size() == 3) {
-    ANVIL_CHECK(in[2].dtype == DataType::UInt(8) && in[2].shape.empty(), op,
-                ": input 'pad_value' must be a uint8 scalar, got ", to_string(in[2]));
-  }
   Problem p;
   p.win = parse_window(attrs, 2, kWindowGroup);
   p.N = in[0].shape[0];
@@ -198,18 +185,8 @@ std::vector<te::Tensor> conv_int8_compute(const std::vector<te::Tensor>& in, con
         "conv2d_int8_x");
     read = [xb](Expr n, Expr c4, Expr y, Expr xx, Expr i) { return xb(n, c4, y, xx, i); };
   } else {
-    te::Tensor src = x;
-    if (int8_window_pads(p.win)) {
-      src = te::compute(
-          to_exprs({p.N, p.C / kInBlock, HP, WP, kInBlock}),
-          [&](const std::vector<Var>& v) {
-            Expr y = v[2] - pt, xx = v[3] - pl;
-            Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
-            return select(
-                inside, x(v[0], v[1], max(min(y, H - 1), 0), max(min(xx, W - 1), 0), v[4]), fill());
-          },
-          "conv2d_int8_x");
-    }
+    te::Tensor src =
+        int8_window_pads(p.win) ? int8_padded_blocked(x, p.win, fill, "conv2d_int8_x") : x;
     constexpr int per_block = kInBlock / kGroup;
     read = [src](Expr n, Expr c4, Expr y, Expr xx, Expr i) {
       return src(n, floordiv(c4, per_block), y, xx, floormod(c4, per_block) * kGroup + i);

@@ -61,23 +61,10 @@ struct Problem {
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
   const std::string op = "depthwise_conv2d_int8";
-  ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
-              ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
   const bool blocked = attrs.get_int("blocked", 0) != 0;
-  if (blocked) {
-    ANVIL_CHECK(
-        in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 5 && in[0].shape[4] == kBlock, op,
-        ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ", to_string(in[0]));
-  } else {
-    ANVIL_CHECK(in[0].dtype == DataType::UInt(8) && in[0].shape.size() == 4, op,
-                ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
-  }
+  check_int8_conv_inputs(op, in, blocked);
   ANVIL_CHECK(in[1].dtype == DataType::Int(8) && in[1].shape.size() == 4, op,
               ": input 'packed' must be int8 [C/16, KH, KW, 16], got ", to_string(in[1]));
-  if (in.size() == 3) {
-    ANVIL_CHECK(in[2].dtype == DataType::UInt(8) && in[2].shape.empty(), op,
-                ": input 'pad_value' must be a uint8 scalar, got ", to_string(in[2]));
-  }
   Problem p;
   p.win = parse_window(attrs, 2, 0);
   p.N = in[0].shape[0];
@@ -113,15 +100,15 @@ std::vector<te::Tensor> depthwise_int8_compute(const std::vector<te::Tensor>& in
     return p.pad_input ? in[2](std::vector<Expr>{}) : ir::make_zero(DataType::UInt(8));
   };
   te::Tensor xb = x;
-  if (!p.blocked || int8_window_pads(p.win)) {
+  if (p.blocked && int8_window_pads(p.win)) {
+    xb = int8_padded_blocked(x, p.win, fill, "depthwise_conv2d_int8_x");
+  } else if (!p.blocked) {
     xb = te::compute(
         to_exprs({p.N, p.CB, HP, WP, kBlock}),
         [&](const std::vector<Var>& v) {
           Expr c = v[1] * kBlock + v[4], y = v[2] - pt, xx = v[3] - pl;
           Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
-          Expr yc = max(min(y, H - 1), 0), xc = max(min(xx, W - 1), 0);
-          if (p.blocked) return select(inside, x(v[0], v[1], yc, xc, v[4]), fill());
-          Expr value = x(v[0], min(c, C - 1), yc, xc);
+          Expr value = x(v[0], min(c, C - 1), max(min(y, H - 1), 0), max(min(xx, W - 1), 0));
           return select(c < C, select(inside, value, fill()), ir::make_zero(DataType::UInt(8)));
         },
         "depthwise_conv2d_int8_x");

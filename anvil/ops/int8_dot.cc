@@ -60,6 +60,43 @@ int64_t int8_window_extent(const std::string& op, const TensorType& x, const Win
   return (padded - eff) / win.strides[d] + 1;
 }
 
+void check_int8_conv_inputs(const std::string& op, const std::vector<TensorType>& in,
+                            bool blocked_x) {
+  ANVIL_CHECK(in.size() == 2 || in.size() == 3, op,
+              ": expects 2 or 3 inputs (x, packed[, pad_value]), got ", in.size());
+  const ir::DataType u8 = ir::DataType::UInt(8);
+  if (blocked_x) {
+    ANVIL_CHECK(in[0].dtype == u8 && in[0].shape.size() == 5 && in[0].shape[4] == kInt8ChannelBlock,
+                op, ": input 'x' must be uint8 [N, C/16, H, W, 16] (blocked = 1), got ",
+                to_string(in[0]));
+  } else {
+    ANVIL_CHECK(in[0].dtype == u8 && in[0].shape.size() == 4, op,
+                ": input 'x' must be uint8 [N, C, H, W], got ", to_string(in[0]));
+  }
+  if (in.size() == 3) {
+    ANVIL_CHECK(in[2].dtype == u8 && in[2].shape.empty(), op,
+                ": input 'pad_value' must be a uint8 scalar, got ", to_string(in[2]));
+  }
+}
+
+te::Tensor int8_padded_blocked(const te::Tensor& x, const Window& win,
+                               const std::function<ir::Expr()>& fill, const std::string& name) {
+  const std::vector<int64_t> xs = shape_of(x);
+  const int H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]);
+  const int pt = static_cast<int>(win.pad_lo[0]), pl = static_cast<int>(win.pad_lo[1]);
+  const int64_t HP = xs[2] + win.pad_lo[0] + win.pad_hi[0];
+  const int64_t WP = xs[3] + win.pad_lo[1] + win.pad_hi[1];
+  return te::compute(
+      to_exprs({xs[0], xs[1], HP, WP, xs[4]}),
+      [&](const std::vector<ir::Var>& v) {
+        ir::Expr y = v[2] - pt, xx = v[3] - pl;
+        ir::Expr inside = y >= 0 && y < H && xx >= 0 && xx < W;
+        return select(inside, x(v[0], v[1], max(min(y, H - 1), 0), max(min(xx, W - 1), 0), v[4]),
+                      fill());
+      },
+      name);
+}
+
 bool int8_window_pads(const Window& win) {
   auto positive = [](int64_t v) { return v > 0; };
   return std::any_of(win.pad_lo.begin(), win.pad_lo.end(), positive) ||

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "anvil/ops/op.h"
 #include "anvil/ops/window.h"
@@ -48,6 +50,14 @@ Int8Product inline_around_product(te::Schedule& s, const te::Tensor& out, const 
 int64_t int8_window_extent(const std::string& op, const TensorType& x, const Window& win, size_t d,
                            int64_t n, int64_t k);
 bool int8_window_pads(const Window& win);
+// Their inputs' checks but the packed weight's (in[1]): 2 or 3 inputs, x uint8 [N, C, H, W] or,
+// `blocked_x`, [N, C/16, H, W, 16], and the optional pad_value a uint8 scalar.
+void check_int8_conv_inputs(const std::string& op, const std::vector<TensorType>& in,
+                            bool blocked_x);
+// A blocked x [N, CB, H, W, 16] padded by `win`'s pads with `fill()` (called inside the stage's
+// body, which records what it reads).
+te::Tensor int8_padded_blocked(const te::Tensor& x, const Window& win,
+                               const std::function<ir::Expr()>& fill, const std::string& name);
 te::Tensor int8_conv_output(const te::Tensor& acc, bool blocked, int64_t channels,
                             const std::string& name);
 
