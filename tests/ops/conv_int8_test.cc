@@ -9,6 +9,8 @@
 #include <random>
 #include <tuple>
 
+#include "anvil/graph/build.h"
+#include "anvil/graph/graph.h"
 #include "ops_testing.h"
 #include "testing/errors.h"
 
@@ -243,6 +245,32 @@ TEST(ConvInt8, ReferenceAgreesWithTheFloatConvolution) {
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < got.numel(); ++i)
     ASSERT_EQ(got.data_as<int32_t>()[i], static_cast<int32_t>(want.data_as<float>()[i])) << i;
+}
+
+// The compiled kernel of a layer, one group and grouped (ResNeXt's 4 channels per group), for a
+// Zen 4 (AVX-512 VNNI; LLVM 15 does not know znver4: its features on a Zen 3) and an AVX2-only
+// Zen 3, whatever the host: vpdpbusd where the CPU has it; on AVX2 with full-range weights the
+// exact form, which LLVM computes with vpmaddwd.
+TEST(ConvInt8, TheKernelUsesTheDotProductInstructionWhereTheCpuHasIt) {
+  const std::string zen4 = "llvm -mcpu=znver3 -mattr=+avx512f,+avx512bw,+avx512vl,+avx512vnni";
+  for (int64_t group : {1, 16}) {
+    graph::Graph g;
+    const int64_t C = 64, O = 64;
+    graph::ValueId x = g.add_input("x", {{1, C, 14, 14}, u8});
+    graph::ValueId w =
+        g.add_constant("w", pack(random_bytes({O, C / group, 3, 3}, i8, 3, -128, 127), group));
+    Case c{1, C, 14, 14, O, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, -1, group};
+    g.add_output(g.add("conv", "conv2d_int8", conv_attrs(c), {x, w}));
+    for (const auto& [cpu, vnni] :
+         {std::pair{zen4, true}, std::pair{std::string("llvm -mcpu=znver3"), false}}) {
+      SCOPED_TRACE(cpu + ", group " + std::to_string(group));
+      std::string code = graph::CompiledGraph::build(g, Target::parse(cpu), {}).assembly();
+      EXPECT_EQ(code.find("vpdpbusd") != std::string::npos, vnni);
+      if (!vnni) {
+        EXPECT_NE(code.find("vpmaddwd"), std::string::npos);
+      }
+    }
+  }
 }
 
 TEST(ConvInt8, Errors) {
