@@ -44,12 +44,13 @@ Attrs conv_attrs(const Case& c) {
                                {"group", c.group}});
 }
 
-void check_case(const Case& c, uint32_t seed, Config config = {}) {
-  runtime::NDArray x = random_bytes({c.N, c.C, c.H, c.W}, u8, seed, 0, 255);
-  runtime::NDArray w = random_bytes({c.O, c.C / c.group, c.K, c.K}, i8, seed + 1, -128, 127);
+// Checks conv2d_int8 on x (NCHW, or NCHW16c with `attrs` blocked), the packed weight and the
+// case's pad value, if any, against the reference; returns the inputs.
+std::vector<runtime::NDArray> check_inputs(const Case& c, const Attrs& attrs, runtime::NDArray x,
+                                           runtime::NDArray packed, Config config = {}) {
   CheckOptions o;
-  o.inputs = {x, pack(w, c.group)};
-  std::vector<TensorType> types = {{x.shape(), u8}, {o.inputs[1].shape(), i8}};
+  o.inputs = {x, packed};
+  std::vector<TensorType> types = {{x.shape(), u8}, {packed.shape(), i8}};
   if (c.pad_value >= 0) {
     runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
     v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
@@ -58,7 +59,14 @@ void check_case(const Case& c, uint32_t seed, Config config = {}) {
   }
   o.config = std::move(config);
   o.gpu = false;
-  check_op("conv2d_int8", types, conv_attrs(c), o);
+  check_op("conv2d_int8", types, attrs, o);
+  return o.inputs;
+}
+
+void check_case(const Case& c, uint32_t seed, Config config = {}) {
+  runtime::NDArray x = random_bytes({c.N, c.C, c.H, c.W}, u8, seed, 0, 255);
+  runtime::NDArray w = random_bytes({c.O, c.C / c.group, c.K, c.K}, i8, seed + 1, -128, 127);
+  check_inputs(c, conv_attrs(c), x, pack(w, c.group), std::move(config));
 }
 
 TEST(ConvInt8, MatchesTheReference) {
@@ -100,24 +108,14 @@ TEST(ConvInt8, BlockedFormMatchesTheReferenceAndThePlainForm) {
     runtime::NDArray w = random_bytes({c.O, c.C, c.K, c.K}, i8, 6, -128, 127);
     Attrs a = conv_attrs(c);
     a.set("blocked", int64_t{1});
-    CheckOptions o;
-    o.inputs = {xb, pack(w)};
-    std::vector<TensorType> types = {{xb.shape(), u8}, {o.inputs[1].shape(), i8}};
-    if (c.pad_value >= 0) {
-      runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
-      v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
-      o.inputs.push_back(v);
-      types.push_back({{}, u8});
-    }
-    o.gpu = false;
-    check_op("conv2d_int8", types, a, o);
+    const std::vector<runtime::NDArray> inputs = check_inputs(c, a, xb, pack(w));
     // The plain form on x's true channels gives the blocked output's true channels.
     runtime::NDArray x = runtime::NDArray::empty({c.N, c.C, c.H, c.W}, to_dlpack(u8));
     for (int64_t ch = 0; ch < c.C; ++ch)
       for (int64_t p = 0; p < c.H * c.W; ++p)
         x.data_as<uint8_t>()[ch * c.H * c.W + p] =
             xb.data_as<uint8_t>()[((ch / 16) * c.H * c.W + p) * 16 + ch % 16];
-    std::vector<runtime::NDArray> plain_in = o.inputs, blocked_in = o.inputs;
+    std::vector<runtime::NDArray> plain_in = inputs, blocked_in = inputs;
     plain_in[0] = x;
     const OpDef& d = lookup("conv2d_int8");
     runtime::NDArray want = d.reference(plain_in, conv_attrs(c))[0];
@@ -176,17 +174,7 @@ TEST(ConvInt8, GroupedMatchesTheReference) {
     runtime::NDArray w = random_bytes({c.O, c.C / c.group, c.K, c.K}, i8, seed + 3, -128, 127);
     Attrs a = conv_attrs(c);
     a.set("blocked", int64_t{1});
-    CheckOptions o;
-    o.inputs = {xb, pack(w, c.group)};
-    std::vector<TensorType> types = {{xb.shape(), u8}, {o.inputs[1].shape(), i8}};
-    if (c.pad_value >= 0) {
-      runtime::NDArray v = runtime::NDArray::empty({}, to_dlpack(u8));
-      v.data_as<uint8_t>()[0] = static_cast<uint8_t>(c.pad_value);
-      o.inputs.push_back(v);
-      types.push_back({{}, u8});
-    }
-    o.gpu = false;
-    check_op("conv2d_int8", types, a, o);
+    check_inputs(c, a, xb, pack(w, c.group));
     seed += 4;
   }
 }
