@@ -20,6 +20,7 @@
 #include "anvil/graph/plan.h"
 #include "anvil/ir/printer.h"
 #include "anvil/lower/lower.h"
+#include "anvil/ops/int8_dot.h"
 #include "anvil/ops/schedule_gpu.h"
 #include "anvil/runtime/graph_executor.h"
 #include "anvil/support/error.h"
@@ -515,7 +516,8 @@ std::string CompiledGraph::summary() const {
   }
   print_steps(kernels_.size());
   // A quantized model: its products on the int8 kernels, and every convolution or product left in
-  // float (a grouped convolution, a weight with a zero point, an activation of two scales).
+  // float (groups the int8 blocks do not take, a weight with a zero point, an activation of two
+  // scales); and, on a CPU without VNNI, what its products cost.
   std::vector<std::string> int8, left_float;
   for (const Node& n : graph_.nodes()) {
     const std::string& op = n.op;
@@ -532,6 +534,10 @@ std::string CompiledGraph::summary() const {
     if (left_float.empty()) os << "none";
     for (size_t i = 0; i < left_float.size(); ++i) os << (i ? ", " : "") << left_float[i];
     os << "\n";
+    if (target_.kind == Target::Kind::kLLVM && ops::int8_exact_form_is_slow(target_)) {
+      os << "int8: this CPU has no VNNI: full-range int8 weights take the exact form, slower than "
+            "float32 on AVX2; 7-bit weights (anvil quantize --reduce-range) take vpmaddubsw\n";
+    }
   }
   os << "memory: " << plan_.planned_bytes << " bytes planned (arena), " << plan_.unplanned_bytes
      << " bytes unplanned\n";

@@ -15,14 +15,26 @@ int64_t int8_dot_lanes(const Target& target) {
   return std::clamp<int64_t>(target.vector_lanes(32), 4, 16);
 }
 
+namespace {
+
+bool has_vnni(const std::vector<std::string>& f, int64_t lanes) {
+  auto has = [&](const char* name) { return std::find(f.begin(), f.end(), name) != f.end(); };
+  return lanes == 16 ? has("avx512vnni") : has("avxvnni") || (has("avx512vnni") && has("avx512vl"));
+}
+
+}  // namespace
+
+bool int8_exact_form_is_slow(const Target& target) {
+  const std::vector<std::string> f = codegen::target_cpu(target).features;
+  return std::find(f.begin(), f.end(), "avx2") != f.end() && !has_vnni(f, int8_dot_lanes(target));
+}
+
 te::TensorIntrin pick_int8_dot(const Target& target, int64_t lanes, te::ValueRange a,
                                te::ValueRange b) {
   const std::vector<std::string> f = codegen::target_cpu(target).features;
   auto has = [&](const char* name) { return std::find(f.begin(), f.end(), name) != f.end(); };
   const int l = static_cast<int>(lanes);
-  const bool vnni =
-      lanes == 16 ? has("avx512vnni") : has("avxvnni") || (has("avx512vnni") && has("avx512vl"));
-  if (vnni) return te::dot_u8s8_intrin(l);
+  if (has_vnni(f, lanes)) return te::dot_u8s8_intrin(l);
   const bool pmadd = lanes == 16 ? has("avx512bw") : lanes == 8 ? has("avx2") : has("ssse3");
   te::TensorIntrin sat16 = te::dot_u8s8_sat16_intrin(l);
   if (pmadd && sat16.check_ranges({a, b}).empty()) return sat16;

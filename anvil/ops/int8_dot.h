@@ -29,6 +29,11 @@ int64_t int8_dot_lanes(const Target& target);
 te::TensorIntrin pick_int8_dot(const Target& target, int64_t lanes, te::ValueRange a,
                                te::ValueRange b);
 
+// Whether `target` is an AVX2 CPU without an int8 dot-product instruction (VNNI) at the width of
+// int8_dot_lanes: there products of full-range weights take the exact form, which is slower than
+// float32 (7-bit weights take vpmaddubsw).
+bool int8_exact_form_is_slow(const Target& target);
+
 // The vector registers a kernel's accumulator tile is sized from: the target's, else 32 with
 // 512-bit vectors and 16 otherwise.
 int64_t int8_tile_registers(const Target& target);

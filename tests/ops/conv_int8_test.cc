@@ -252,7 +252,11 @@ TEST(ConvInt8, TheKernelUsesTheDotProductInstructionWhereTheCpuHasIt) {
     for (const auto& [cpu, vnni] :
          {std::pair{zen4, true}, std::pair{std::string("llvm -mcpu=znver3"), false}}) {
       SCOPED_TRACE(cpu + ", group " + std::to_string(group));
-      std::string code = graph::CompiledGraph::build(g, Target::parse(cpu), {}).assembly();
+      graph::CompiledGraph cg = graph::CompiledGraph::build(g, Target::parse(cpu), {});
+      std::string code = cg.assembly();
+      // The summary says what the products cost where the CPU has no VNNI.
+      EXPECT_EQ(cg.summary().find("this CPU has no VNNI") == std::string::npos, vnni)
+          << cg.summary();
       EXPECT_EQ(code.find("vpdpbusd") != std::string::npos, vnni);
       if (!vnni) {
         EXPECT_NE(code.find("vpmaddwd"), std::string::npos);
