@@ -112,6 +112,11 @@ struct Problem {
   Grouping groups;  // C4 = groups.window() / 4: the groups of 4 channels that a block reads
   Window win;
   bool pad_input = false, blocked = false, blocked_in = false;
+
+  // The input channels each filter reads (one group: all of x's, or those its weights cover).
+  int64_t channels_per_filter() const {
+    return groups.G == 1 ? std::min(C, C4 * kGroup) : groups.Cg;
+  }
 };
 
 Problem analyze(const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -225,7 +230,7 @@ std::vector<runtime::NDArray> conv_int8_reference(const std::vector<runtime::NDA
   // The input channels filter oc reads: [lo, lo + Cg) (all of them, to a whole group of 4, with
   // one group).
   const Grouping& g = p.groups;
-  const int64_t Cg = g.G == 1 ? std::min(p.C, p.C4 * kGroup) : g.Cg;
+  const int64_t Cg = p.channels_per_filter();
   runtime::NDArray out =
       runtime::NDArray::empty(p.blocked ? std::vector<int64_t>{p.N, p.OB, p.OH, p.OW, kBlock}
                                         : std::vector<int64_t>{p.N, p.O, p.OH, p.OW},
@@ -440,9 +445,8 @@ void register_conv_int8_ops() {
   def.flops = [](const std::vector<TensorType>& in, const std::vector<TensorType>&,
                  const Attrs& attrs) {
     Problem p = analyze(in, attrs);
-    const int64_t per_filter = p.groups.G == 1 ? std::min(p.C, p.C4 * kGroup) : p.groups.Cg;
     return 2.0 * static_cast<double>(p.N * p.O * p.OH * p.OW) *
-           static_cast<double>(per_filter * p.KH * p.KW);
+           static_cast<double>(p.channels_per_filter() * p.KH * p.KW);
   };
   def.infer = [](const std::vector<TensorType>& in, const Attrs& attrs) {
     Problem p = analyze(in, attrs);

@@ -117,13 +117,14 @@ ValueId int8_convolution(Ctx& c, ValueId x, ValueId x_zp, ValueId w, ValueId w_z
       window_pads(c, in, "kernel (w's spatial dimensions)", kernel, strides, dil);
   auto [xu, zp] = as_uint8(c, x, x_zp);
   const std::string op = depthwise ? "depthwise_conv2d_int8" : "conv2d_int8";
-  AttrMap pack_attrs;
-  if (!depthwise && group > 1) pack_attrs["group"] = group;
-  std::vector<ValueId> args = {xu, c.emit1(op + "_pack_weight", A(std::move(pack_attrs)), {w})};
+  // conv2d_int8 and its packing both take the groups.
+  AttrMap grouped;
+  if (!depthwise && group > 1) grouped["group"] = group;
+  std::vector<ValueId> args = {xu, c.emit1(op + "_pack_weight", A(grouped), {w})};
   if (zp >= 0) args.push_back(cast(c, zp, DataType::UInt(8)));
-  AttrMap attrs = {{"strides", strides}, {"dilations", dil}, {"pads", pads}};
+  AttrMap attrs = grouped;
+  attrs.insert({{"strides", strides}, {"dilations", dil}, {"pads", pads}});
   if (!depthwise) attrs["channels"] = wt.shape[0];
-  if (!depthwise && group > 1) attrs["group"] = group;
   ValueId acc = c.emit1(op, A(std::move(attrs)), args);
   if (zp < 0) return acc;
   ValueId filter_sums = c.emit1(
