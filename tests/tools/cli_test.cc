@@ -241,8 +241,9 @@ TEST_F(Cli, BadInputShapesAreUsageErrors) {
   expect_error("compile zoo:dqn -o m.so --input-shape state=1x4 --input-shape state=1x4", 1,
                {"input 'state' is bound twice"});
   // Well-formed, but the zoo model's static shape disagrees: a bad input (2).
-  expect_error("compile zoo:dqn -o m.so --input-shape state=1x4x80x80", 2,
-               {"--input-shape state", "float32[1, 4, 84, 84]"});
+  expect_error(
+      "compile zoo:dqn -o m.so --input-shape state=1x4x80x80", 2,
+      {"input shape state=[1, 4, 80, 80]", "fixes input 'state' to float32[1, 4, 84, 84]"});
   expect_error("compile zoo:dqn -o m.so --input-shape image=1x4", 2,
                {"has no input 'image'", "state float32[1, 4, 84, 84]"});
 }

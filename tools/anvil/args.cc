@@ -12,15 +12,20 @@ void usage_error(const std::string& message) {
 }
 
 autotune::RecordFile read_tuning_records(const std::string& file, bool any_cpu) {
-  const std::string what = "--tuning-records " + file;
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) throw CliError(kBadInput, what + ": no such file");
-  if (std::filesystem::is_directory(file, ec))
-    throw CliError(kBadInput, what + ": is a directory, not a file of tuning records");
-  autotune::RecordFile records =
-      with_exit_code(kBadInput, "--tuning-records", [&] { return autotune::read_records(file); });
-  if (!any_cpu) autotune::keep_cpu(records, runtime::host_cpu().id());
-  return records;
+  return with_exit_code(kBadInput, "--tuning-records",
+                        [&] { return driver::read_tuning_records(file, any_cpu); });
+}
+
+ExitCode exit_code(driver::ErrorKind kind) {
+  switch (kind) {
+    case driver::ErrorKind::kBadInput:
+      return kBadInput;
+    case driver::ErrorKind::kCompile:
+      return kCompile;
+    case driver::ErrorKind::kRuntime:
+      return kRuntime;
+  }
+  return kRuntime;
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& option) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "anvil/autotune/records.h"
+#include "anvil/driver/driver.h"
 #include "anvil/graph/flops.h"
 #include "anvil/runtime/model.h"
 #include "anvil/target/peak.h"
@@ -37,14 +38,20 @@ class CliError : public std::runtime_error {
 
 [[noreturn]] void usage_error(const std::string& message);
 
-// Runs `fn`; any exception other than a CliError becomes a CliError with `code`, its message
-// prefixed by `context` (when not empty) and ": ".
+// The exit code of a driver error's kind.
+ExitCode exit_code(driver::ErrorKind kind);
+
+// Runs `fn`; any exception other than a CliError becomes a CliError with `code` (a driver::Error:
+// the code of its kind), its message prefixed by `context` (when not empty) and ": ".
 template <typename F>
 auto with_exit_code(ExitCode code, const std::string& context, F&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const CliError&) {
     throw;
+  } catch (const driver::Error& e) {
+    throw CliError(exit_code(e.kind()),
+                   context.empty() ? std::string(e.what()) : context + ": " + e.what());
   } catch (const std::exception& e) {
     throw CliError(code, context.empty() ? std::string(e.what()) : context + ": " + e.what());
   }

@@ -38,8 +38,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char kZooPrefix[] = "zoo:";
-
 // One line per built-in model for `anvil zoo list`.
 std::string zoo_description(const std::string& name) {
   static const std::map<std::string, std::string> descriptions = {
@@ -60,12 +58,17 @@ std::string known_models() {
   return s;
 }
 
-// The zoo model called `name`; an unknown name is a usage error listing the known ones.
-graph::Graph zoo_model(const std::string& name, const std::string& option) {
+// An unknown zoo name is a usage error listing the known ones.
+void check_zoo_name(const std::string& name, const std::string& option) {
   std::vector<std::string> names = models::model_names();
   if (std::find(names.begin(), names.end(), name) == names.end())
     usage_error(option + ": unknown zoo model '" + name + "' (expected one of: " + known_models() +
                 ")");
+}
+
+// The zoo model called `name`.
+graph::Graph zoo_model(const std::string& name, const std::string& option) {
+  check_zoo_name(name, option);
   return with_exit_code(kCompile, "building zoo model '" + name + "'",
                         [&] { return models::build_model(name); });
 }
@@ -165,50 +168,28 @@ void check_output_path(const std::string& path, const std::string& option) {
 
 graph::Graph load_model(const std::string& model, const std::vector<std::string>& input_shapes,
                         const std::vector<std::string>& input_values) {
-  std::map<std::string, std::vector<int64_t>> shapes;
+  driver::ModelInputs inputs;
   for (const std::string& text : input_shapes) {
     auto [name, dims] = parse_shape_binding(text);
-    if (!shapes.emplace(name, dims).second)
+    if (!inputs.shapes.emplace(name, dims).second)
       usage_error("--input-shape: input '" + name + "' is bound twice");
   }
-  std::map<std::string, std::string> value_files;
+  std::set<std::string> valued;
   for (const std::string& text : input_values) {
     auto [name, file] = parse_binding(text, "--input-value", "NAME=FILE.npy");
-    if (!value_files.emplace(name, file).second)
+    if (!valued.insert(name).second)
       usage_error("--input-value: input '" + name + "' is bound twice");
+    if (driver::is_zoo_name(model))
+      usage_error("--input-value " + name + ": " + model +
+                  " is a built-in model; its inputs take no values at compile time");
+    inputs.values[name] = with_exit_code(kBadInput, "--input-value " + name + "=" + file,
+                                         [&] { return runtime::load_npy(file); });
   }
-  if (model.rfind(kZooPrefix, 0) != 0) {
-    frontend::ImportOptions import;
-    import.input_shapes = shapes;
-    for (const auto& binding : value_files)
-      import.constant_inputs[binding.first] =
-          with_exit_code(kBadInput, "--input-value " + binding.first + "=" + binding.second,
-                         [&] { return runtime::load_npy(binding.second);
-  });
-  return with_exit_code(kBadInput, "", [&] { return frontend::import_onnx(model, import); });
+  // An unknown zoo name is a mistake on the command line.
+  if (driver::is_zoo_name(model))
+    check_zoo_name(model.substr(sizeof driver::kZooPrefix - 1), "MODEL " + model);
+  return with_exit_code(kBadInput, "", [&] { return driver::load_model(model, inputs); });
 }
-if (!value_files.empty())
-  usage_error("--input-value " + value_files.begin()->first + ": " + model +
-              " is a built-in model; its inputs take no values at compile time");
-const std::string name = model.substr(sizeof kZooPrefix - 1);
-graph::Graph g = zoo_model(name, "MODEL " + model);
-// Zoo models have static shapes: a binding must name an input and agree with it.
-for (const auto& [input, dims] : shapes) {
-  graph::ValueId v = g.find(input);
-  bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
-  if (v < 0 || !is_input) {
-    std::string inputs;
-    for (graph::ValueId i : g.inputs()) inputs += (inputs.empty() ? "" : ", ") + type_string(g, i);
-    throw CliError(kBadInput, "--input-shape " + input + ": zoo model '" + name +
-                                  "' has no input '" + input + "' (its inputs: " + inputs + ")");
-  }
-  if (g.value(v).type.shape != dims)
-    throw CliError(kBadInput, "--input-shape " + input + "=" + dims_string(dims) + ": zoo model '" +
-                                  name + "' fixes input '" + input + "' to " +
-                                  ops::to_string(g.value(v).type));
-}
-return g;
-}  // namespace anvil::cli
 
 std::vector<std::string> printable_passes() {
   // The pass names of CompiledGraph::build's pipeline (anvil/graph/build.cc).
@@ -240,32 +221,29 @@ void compile_command(const CompileOptions& o) {
   for (const std::string& p : o.print_after)
     if (p == "alter_layout" && o.no_layout)
       usage_error("--print-after alter_layout: the pass does not run with --no-layout");
-  autotune::RecordFile records;
+  driver::CompileOptions options;
+  options.name = o.model;
+  options.fuse = !o.no_fuse;
+  options.layout = !o.no_layout;
+  options.winograd = !o.no_winograd;
+  options.strict = o.strict;
+  options.print_after = o.print_after;
   if (!o.tuning_records.empty()) {
-    records = read_tuning_records(o.tuning_records, o.records_any_cpu);
-    if (std::string note = autotune::other_cpus_note(records); !note.empty())
+    options.tuning_records = read_tuning_records(o.tuning_records, o.records_any_cpu);
+    if (std::string note = autotune::other_cpus_note(options.tuning_records); !note.empty())
       std::cout << note << " (--records-any-cpu applies them)\n";
   }
-  const autotune::RecordBook book(records.records);
 
   graph::Graph g = load_model(o.model, o.input_shapes, o.input_values);
-
-  graph::BuildOptions build;
-  build.fuse = !o.no_fuse;
-  build.alter_layout = !o.no_layout;
-  build.print_after = o.print_after;
-  std::vector<autotune::TaskLookup> lookups;
-  if (!o.tuning_records.empty()) autotune::use_records(book, target, build, &lookups);
-  if (o.no_winograd)
-    build.algorithm_for = [](const std::string&, const std::vector<ops::TensorType>&,
-                             const ops::Attrs&) {
-      return ops::Config{{"winograd_tile", 0}};
-    };
-  const std::string what = "compiling " + o.model + " for '" + target.str() + "'";
-  graph::CompiledGraph cg =
-      with_exit_code(kCompile, what, [&] { return build_graph(g, target, build, o.strict); });
-  if (!o.tuning_records.empty())
-    std::cout << tuning_summary(book.num_records(), book.num_tasks(), records.torn_lines, lookups);
+  driver::Compiled compiled =
+      with_exit_code(kCompile, "", [&] { return driver::compile(g, target, options); });
+  for (const std::string& w : compiled.warnings) std::cerr << "anvil: warning: " << w << "\n";
+  const graph::CompiledGraph& cg = compiled.graph;
+  if (!o.tuning_records.empty()) {
+    const autotune::RecordBook book(options.tuning_records.records);
+    std::cout << tuning_summary(book.num_records(), book.num_tasks(),
+                                options.tuning_records.torn_lines, compiled.lookups);
+  }
 
   graph::SaveOptions save;
   save.separate_params = o.separate_params;
@@ -484,7 +462,7 @@ std::string function_assembly(const std::string& module_asm, const std::string& 
 }  // namespace
 
 void inspect_command(const InspectOptions& o) {
-  if (o.model.rfind(kZooPrefix, 0) != 0 && is_artifact(o.model)) {
+  if (o.model.rfind(driver::kZooPrefix, 0) != 0 && is_artifact(o.model)) {
     if (!o.stage.empty() || !o.kernel.empty())
       usage_error(o.model +
                   " is a compiled artifact: inspect describes it as a whole (--stage and "
