@@ -36,7 +36,8 @@
 namespace anvil::runtime {
 
 constexpr char kArtifactMagic[8] = {'A', 'N', 'V', 'I', 'L', 'A', 'R', 'T'};
-constexpr uint32_t kArtifactVersion = 1;
+// 2: kernels take arguments aligned to ANVIL_ARG_ALIGNMENT (16 bytes), where 1's assumed 64.
+constexpr uint32_t kArtifactVersion = 2;
 constexpr size_t kTrailerBytes = 64;
 constexpr uint32_t kSeparateParams = 1;
 // The safetensors metadata Anvil writes: {"format": "anvil-params", "version": "1"}.

@@ -24,8 +24,12 @@ extern "C" {
 #define ANVIL_DLL __attribute__((visibility("default")))
 #endif
 
-/* Every buffer Anvil allocates, and every argument a kernel requires, is aligned to this. */
+/* Every buffer Anvil allocates is aligned to this (a cache line). */
 #define ANVIL_ALIGNMENT 64
+/* Every argument a kernel requires is aligned to this: what NumPy and PyTorch give their arrays,
+ * so that a caller's arrays are read and written in place. Kernels assume no more (on x86 with
+ * AVX an aligned and an unaligned vector access cost the same on aligned data). */
+#define ANVIL_ARG_ALIGNMENT 16
 
 typedef int32_t (*AnvilKernel)(const DLTensor* const* args, int32_t nargs, void* ctx);
 
@@ -86,8 +90,8 @@ ANVIL_DLL int32_t AnvilCheckArgCount(const char* kernel, int32_t nargs, int32_t 
  * symbolic dimension the kernel binds itself; a NULL expected_shape checks no extent); compact
  * row-major (strides NULL or equal to the compact strides, except that a dimension of extent 1
  * may have any stride and an empty tensor any strides: neither changes the layout); data
- * non-NULL and data + byte_offset ANVIL_ALIGNMENT-byte aligned. Checked in that order; the first
- * mismatch is reported. */
+ * non-NULL and data + byte_offset ANVIL_ARG_ALIGNMENT-byte aligned. Checked in that order; the
+ * first mismatch is reported. */
 ANVIL_DLL int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* args, int32_t index,
                                    const char* name, int32_t ndim, const int64_t* expected_shape,
                                    uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);

@@ -102,9 +102,9 @@ int32_t check_tensor(const char* kernel, const DLTensor* const* args, int32_t in
   }
   // Integer arithmetic: the address is never formed as a pointer, so nothing here is UB.
   uintptr_t address = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (address % ANVIL_ALIGNMENT != 0)
+  if (address % ANVIL_ARG_ALIGNMENT != 0)
     return fail(kernel, index, name,
-                "data is not " + std::to_string(ANVIL_ALIGNMENT) + "-byte aligned (data " +
+                "data is not " + std::to_string(ANVIL_ARG_ALIGNMENT) + "-byte aligned (data " +
                     hex(reinterpret_cast<uintptr_t>(t->data)) + ", byte_offset " +
                     std::to_string(t->byte_offset) + ")");
   return 0;

@@ -450,13 +450,14 @@ void check_body_inputs(const GraphProgram& sub, const std::vector<NDArray>& in) 
 
 }  // namespace
 
-std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
-                             std::vector<double>* call_seconds, Stream stream) {
-  if (!p.device && stream != nullptr)
-    throw std::runtime_error("execute: a stream was given, but the program runs on the CPU");
+namespace {
+
+// A CPU program's run: the outputs in `given` when it is not null (execute_into), else in fresh
+// arrays.
+std::vector<NDArray> execute_on_host(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                                     std::vector<double>* call_seconds,
+                                     const std::vector<NDArray>* given) {
   using clock = std::chrono::steady_clock;
-  if (call_seconds) call_seconds->assign(p.calls.size(), 0.0);
-  if (p.device) return execute_on_device(p, inputs, call_seconds, stream);
   size_t n = p.slots.size();
   std::vector<DLTensor> views(n);
   std::vector<const DLTensor*> where(n, nullptr);
@@ -512,6 +513,19 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
     }
     return owned[a];
   };
+  // The caller's output arrays take the place of the owned buffers the program would allocate.
+  std::vector<bool> in_place(n, false);
+  if (given) {
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      int32_t o = p.outputs[i];
+      if (p.slots[o].storage == GraphProgram::Storage::kOwned &&
+          std::count(p.outputs.begin(), p.outputs.end(), o) == 1) {
+        owned[o] = (*given)[i];
+        where[o] = owned[o].get();
+        in_place[o] = true;
+      }
+    }
+  }
   std::vector<const DLTensor*> args;
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const GraphProgram::Call& c = p.calls[i];
@@ -561,19 +575,42 @@ std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& 
     }
   }
   std::vector<NDArray> results;
-  for (int32_t o : p.outputs) {
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    int32_t o = p.outputs[i];
     const GraphProgram::Slot& slot = p.slots[o];
-    if (slot.storage == GraphProgram::Storage::kOwned && owned[o].defined() &&
-        std::count(p.outputs.begin(), p.outputs.end(), o) == 1) {
+    if (in_place[o] ||
+        (!given && slot.storage == GraphProgram::Storage::kOwned && owned[o].defined() &&
+         std::count(p.outputs.begin(), p.outputs.end(), o) == 1)) {
       results.push_back(owned[o]);
       continue;
     }
     if (!where[o]) throw std::runtime_error("output '" + slot.name + "' was never computed");
-    NDArray c = NDArray::empty(slot.shape, slot.dtype);
+    NDArray c = given ? (*given)[i] : NDArray::empty(slot.shape, slot.dtype);
     if (c.nbytes() > 0) std::memcpy(c.data(), where[o]->data, c.nbytes());
     results.push_back(c);
   }
   return results;
+}
+
+}  // namespace
+
+std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                             std::vector<double>* call_seconds, Stream stream) {
+  if (!p.device && stream != nullptr)
+    throw std::runtime_error("execute: a stream was given, but the program runs on the CPU");
+  if (call_seconds) call_seconds->assign(p.calls.size(), 0.0);
+  if (p.device) return execute_on_device(p, inputs, call_seconds, stream);
+  return execute_on_host(p, inputs, call_seconds, nullptr);
+}
+
+void execute_into(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                  const std::vector<NDArray>& outputs) {
+  if (p.device)
+    throw std::runtime_error("execute_into: the program runs on a device (use its device arrays)");
+  if (outputs.size() != p.outputs.size())
+    throw std::runtime_error("execute_into: " + std::to_string(p.outputs.size()) +
+                             " outputs expected, got " + std::to_string(outputs.size()));
+  execute_on_host(p, inputs, nullptr, &outputs);
 }
 
 }  // namespace anvil::runtime

@@ -150,6 +150,12 @@ void attach_device(GraphProgram& p, Device& device, void* context);
 // nothing is timed.
 std::vector<NDArray> execute(const GraphProgram& p, const std::vector<NDArray>& inputs,
                              std::vector<double>* call_seconds = nullptr, Stream stream = nullptr);
+// A CPU program's run into the caller's `outputs` (one per p.outputs, each already checked against
+// its slot and compact): an output the program computes into a buffer of its own is computed
+// there in place; one it keeps in the arena, passes through from an input or a parameter, or
+// returns twice is copied in at the end. `outputs` must not overlap the inputs.
+void execute_into(const GraphProgram& p, const std::vector<NDArray>& inputs,
+                  const std::vector<NDArray>& outputs);
 // Device memory a GPU program's runs hold for reuse (all streams), in bytes; 0 on the CPU.
 size_t device_bytes_held(const GraphProgram& p);
 

@@ -184,6 +184,40 @@ std::vector<NDArray> Model::run(const std::vector<NDArray>& inputs) const {
   return execute(s.program, inputs);
 }
 
+void Model::run(const std::vector<NDArray>& inputs, const std::vector<NDArray>& outputs) const {
+  const State& s = checked(state_);
+  check_inputs(s, inputs);
+  if (s.program.device)
+    throw InputError("the model runs on " + to_string(s.program.device->dl_device()) +
+                     ": outputs in host arrays are for CPU models (use run_device)");
+  if (outputs.size() != s.outputs.size())
+    throw InputError("the model has " + std::to_string(s.outputs.size()) + " output(s), given " +
+                     std::to_string(outputs.size()) + " array(s) to write them into");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorInfo& want = s.outputs[i];
+    const NDArray& a = outputs[i];
+    std::string expected = to_string(want.dtype) + shape_str(want.shape);
+    if (!a.defined())
+      throw InputError("output '" + want.name + "': expected " + expected + ", got no array");
+    if (to_string(a.dtype()) != to_string(want.dtype) || a.shape() != want.shape)
+      throw InputError("output '" + want.name + "': expected " + expected + ", got " +
+                       to_string(a.dtype()) + shape_str(a.shape()));
+    auto overlaps = [&](const NDArray& b) {
+      auto* x = static_cast<const char*>(a.data());
+      auto* y = static_cast<const char*>(b.data());
+      return a.nbytes() > 0 && b.nbytes() > 0 && x < y + b.nbytes() && y < x + a.nbytes();
+    };
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (overlaps(inputs[k]))
+        throw InputError("output '" + want.name + "' overlaps input '" + s.inputs[k].name +
+                         "': give the outputs memory of their own");
+    for (size_t k = 0; k < i; ++k)
+      if (overlaps(outputs[k]))
+        throw InputError("output '" + want.name + "' overlaps output '" + s.outputs[k].name + "'");
+  }
+  execute_into(s.program, inputs, outputs);
+}
+
 size_t Model::device_bytes_held() const {
   return runtime::device_bytes_held(checked(state_).program);
 }

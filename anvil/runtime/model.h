@@ -87,6 +87,11 @@ class Model {
 
   // Inputs in the order of inputs(); returns the outputs in the order of outputs() (fresh arrays).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs) const;
+  // The same into the caller's arrays, one per outputs(), each of its shape and dtype: the kernel
+  // that computes an output writes it there directly where the program gives the output a buffer
+  // of its own, otherwise it is copied in. A CPU model only. Throws InputError for outputs that
+  // do not match (naming which and what was expected) or overlap an input.
+  void run(const std::vector<NDArray>& inputs, const std::vector<NDArray>& outputs) const;
   // The same on `stream` of a GPU model's device (a CUstream or cl_command_queue; see execute in
   // graph_executor.h); std::runtime_error for a CPU model.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs, void* stream) const;

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 
+#include "anvil/runtime/c_runtime_api.h"
 #include "anvil/runtime/device_api.h"
 
 namespace anvil::runtime {
@@ -63,8 +64,27 @@ Module Module::load_from_memory(std::string_view bytes, const std::string& origi
   return open(std::move(state), file);
 }
 
+namespace {
+
+// A library's kernels call the runtime (AnvilCheckTensor, AnvilParallelFor) by name: the runtime's
+// symbols must be global in the process. They are in a program linked against it; a host that
+// loads it itself as a local library (Python loads the package's native module, and so the
+// runtime, with RTLD_LOCAL) needs it reopened as global, once.
+void make_runtime_global() {
+  static const bool done = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&AnvilGetLastError), &info) == 0 || !info.dli_fname)
+      return false;
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) != nullptr;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
 Module Module::open(std::shared_ptr<State> state, const std::string& file) {
   const std::string& path = state->path;
+  make_runtime_global();
   state->handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (state->handle == nullptr)
     throw std::runtime_error("cannot load Anvil module '" + path + "': " + dl_error());

@@ -79,9 +79,9 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DLDataType dtype, bool zero) 
 
 NDArray NDArray::view(std::shared_ptr<void> owner, void* data, std::vector<int64_t> shape,
                       DLDataType dtype) {
-  if (!owner || data == nullptr || reinterpret_cast<uintptr_t>(data) % ANVIL_ALIGNMENT != 0)
+  if (!owner || data == nullptr || reinterpret_cast<uintptr_t>(data) % ANVIL_ARG_ALIGNMENT != 0)
     throw std::invalid_argument("NDArray::view(" + shape_string(shape) +
-                                "): needs an owner and ANVIL_ALIGNMENT-aligned data");
+                                "): needs an owner and ANVIL_ARG_ALIGNMENT-aligned data");
   NDArray array = empty({0}, dtype);  // checks the dtype
   int64_t numel = 1;
   for (int64_t d : shape) {

@@ -1,5 +1,6 @@
 // NDArray: an owning, reference-counted tensor on the CPU whose DLTensor can be passed to
-// kernels. Memory is ANVIL_ALIGNMENT-aligned.
+// kernels. Memory it allocates is ANVIL_ALIGNMENT-aligned; a view (of a caller's memory) needs
+// only ANVIL_ARG_ALIGNMENT.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,8 @@ class NDArray {
   // Uninitialized storage of the given shape and dtype (zero-filled when `zero`).
   // Throws std::invalid_argument naming the shape for negative dimensions.
   static NDArray empty(std::vector<int64_t> shape, DLDataType dtype, bool zero = false);
-  // An array over `data` (ANVIL_ALIGNMENT-aligned, at least the shape's bytes), which `owner` keeps
-  // alive as long as any copy of the array lives; nothing is copied (a model's parameters are
+  // An array over `data` (ANVIL_ARG_ALIGNMENT-aligned, at least the shape's bytes), which `owner`
+  // keeps alive as long as any copy of the array lives; nothing is copied (a model's parameters are
   // views of one block: runtime/host_memory.h).
   static NDArray view(std::shared_ptr<void> owner, void* data, std::vector<int64_t> shape,
                       DLDataType dtype);

@@ -222,7 +222,7 @@ TEST_F(CArgumentChecks, AlignmentAndStrides) {
   shifted.byte_offset = 4;
   expect_failure(
       {x.get(), &shifted, out.get()},
-      "add: argument 1 ('B'): data is not 64-byte aligned (data 0x" +
+      "add: argument 1 ('B'): data is not 16-byte aligned (data 0x" +
           [&] {
             char buffer[32];
             std::snprintf(buffer, sizeof buffer, "%lx", reinterpret_cast<unsigned long>(y.data()));

@@ -139,13 +139,13 @@ TEST_F(CheckTensor, Data) {
     return std::string(buffer);
   };
   tensor.data = storage + 4;
-  EXPECT_EQ(failure(), "matmul: argument 2 ('C'): data is not 64-byte aligned (data " +
+  EXPECT_EQ(failure(), "matmul: argument 2 ('C'): data is not 16-byte aligned (data " +
                            hex(storage + 4) + ", byte_offset 0)");
   tensor.data = storage;
-  tensor.byte_offset = 32;
-  EXPECT_EQ(failure(), "matmul: argument 2 ('C'): data is not 64-byte aligned (data " +
-                           hex(storage) + ", byte_offset 32)");
-  tensor.byte_offset = 128;
+  tensor.byte_offset = 40;
+  EXPECT_EQ(failure(), "matmul: argument 2 ('C'): data is not 16-byte aligned (data " +
+                           hex(storage) + ", byte_offset 40)");
+  tensor.byte_offset = 48;  // 16-byte aligned is enough: a NumPy array's alignment
   EXPECT_EQ(check(), 0);
   tensor.data = storage + 4;  // what counts is data + byte_offset
   tensor.byte_offset = 60;

@@ -158,6 +158,43 @@ TEST(Model, SaveLoadRunSmallGraph) {
   expect_close(m.run({{"x", s.inputs[0]}}), s.want, "by name");
 }
 
+// A caller's memory, 16-byte aligned but not 64 (as NumPy's is), read and written in place.
+TEST(Model, RunsOnTheCallersMemory) {
+  Saved s = save_small();
+  Model m = Model::load(s.path.string());
+  std::vector<NDArray> want = m.run(s.inputs);
+  NDArray memory = NDArray::empty({3 * 4096 + 64}, DLDataType{kDLUInt, 8, 1});
+  auto block = std::make_shared<NDArray>(memory);
+  char* base = memory.data_as<char>() + 16;  // 16 past a 64-byte boundary
+  NDArray x = NDArray::view(block, base, s.inputs[0].shape(), s.inputs[0].dtype());
+  std::vector<NDArray> out = {
+      NDArray::view(block, base + 4096, m.outputs()[0].shape, m.outputs()[0].dtype),
+      NDArray::view(block, base + 2 * 4096, m.outputs()[1].shape, m.outputs()[1].dtype)};
+  ASSERT_LE(x.nbytes(), 4096u);
+  ASSERT_LE(std::max(out[0].nbytes(), out[1].nbytes()), 4096u);
+  std::memcpy(base, s.inputs[0].data(), x.nbytes());
+  m.run({x}, out);
+  expect_close(out, want, "into the caller's arrays", 0);
+  EXPECT_EQ(out[0].data(), base + 4096);  // the arrays given, not others
+  expect_close(m.run({x}), want, "a 16-byte aligned input", 0);
+
+  auto error = [&](const std::vector<NDArray>& outputs) {
+    try {
+      m.run({x}, outputs);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error({out[0]}), HasSubstr("2 output(s), given 1"));
+  NDArray flat = NDArray::view(block, base + 4096, {256}, out[0].dtype());
+  EXPECT_THAT(error({flat, out[1]}), HasSubstr("expected float32[1, 4, 8, 8], got float32[256]"));
+  EXPECT_THAT(error({x, out[1]}), HasSubstr("overlaps input 'x'"));
+  EXPECT_THAT(error({out[0], out[0]}), HasSubstr("overlaps output"));
+  // A view needs 16-byte alignment, what kernels assume of their arguments.
+  EXPECT_THROW(NDArray::view(block, base + 4, {4}, x.dtype()), std::invalid_argument);
+}
+
 TEST(Model, BuiltInModelsRoundTrip) {
   fs::path dir = temp_dir();
   Graph g = models::build_model("dcgan");
@@ -340,10 +377,14 @@ TEST(Model, CorruptFilesAreRefused) {
   EXPECT_THAT(load_error(s.dir / "missing.so"), HasSubstr("cannot open model"));
 
   // A well-formed trailer of another format version.
-  ArtifactTrailer v2 = t;
-  v2.version = 2;
-  write(bad, good.substr(0, good.size() - kTrailerBytes) + encode_trailer(v2));
-  EXPECT_THAT(load_error(bad), HasSubstr("format version 2"));
+  ArtifactTrailer other = t;
+  other.version = kArtifactVersion + 1;
+  write(bad, good.substr(0, good.size() - kTrailerBytes) + encode_trailer(other));
+  EXPECT_THAT(load_error(bad), HasSubstr("format version " + std::to_string(kArtifactVersion + 1)));
+  // Format version 1 (kernels that assumed 64-byte aligned arguments) is refused too.
+  other.version = 1;
+  write(bad, good.substr(0, good.size() - kTrailerBytes) + encode_trailer(other));
+  EXPECT_THAT(load_error(bad), HasSubstr("format version 1"));
 
   // A program that is not what the runtime expects, behind valid checksums.
   for (const std::string& program : {std::string("{not json"), std::string("{\"format\": 7}"),

@@ -27,7 +27,10 @@ namespace anvil::codegen::llvm_backend {
 // symbolic ones come from AnvilWorkspaceAlloc.
 constexpr uint64_t kMaxStackAllocBytes = 64 * 1024;
 // Every buffer a kernel touches is aligned to this (arguments are checked, allocations made so).
-constexpr uint64_t kBufferAlignment = 64;
+constexpr uint64_t kBufferAlignment = 64;  // the kernel's own stack buffers
+// What AnvilCheckTensor guarantees of an argument (ANVIL_ARG_ALIGNMENT), and so all that a load or
+// store may assume of any buffer.
+constexpr uint64_t kArgumentAlignment = 16;
 
 // The runtime entry points generated code calls (anvil/runtime/c_runtime_api.h).
 enum class RuntimeFn {

@@ -287,7 +287,7 @@ void IRGen::bind_arguments(const ir::LoweredFunc& func, llvm::Value* args) {
     llvm::Value* offset = b_.CreateLoad(i64_ty, field(offsetof(DLTensor, byte_offset)));
     llvm::Value* base = b_.CreateInBoundsGEP(i8, data, offset, buf->name);
     // AnvilCheckTensor guarantees the alignment.
-    b_.CreateAlignmentAssumption(module_.getDataLayout(), base, kBufferAlignment);
+    b_.CreateAlignmentAssumption(module_.getDataLayout(), base, kArgumentAlignment);
     bind(buf->data, base);
     if (buf.ndim() == 0) continue;
     llvm::Value* shape = b_.CreateLoad(ptr_ty, field(offsetof(DLTensor, shape)));

@@ -336,9 +336,9 @@ llvm::Align IRGen::alignment_of(const ir::Expr& index, int elem_bytes) const {
   if (m.base < 0) base = ~base + 1;
   uint64_t g = std::gcd(static_cast<uint64_t>(m.coeff), base);
   auto lowest_bit = [](uint64_t v) { return v & (~v + 1); };
-  uint64_t index_align = g == 0 ? kBufferAlignment : std::min(lowest_bit(g), kBufferAlignment);
+  uint64_t index_align = g == 0 ? kArgumentAlignment : std::min(lowest_bit(g), kArgumentAlignment);
   uint64_t elem_align = lowest_bit(static_cast<uint64_t>(elem_bytes));
-  return llvm::Align(std::min(index_align * elem_align, kBufferAlignment));
+  return llvm::Align(std::min(index_align * elem_align, kArgumentAlignment));
 }
 
 void IRGen::annotate_alias(llvm::Instruction* inst, const ir::Variable* data) {
