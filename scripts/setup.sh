@@ -17,6 +17,8 @@ packages=(
   libcli11-dev  # the anvil command line
   libxgboost-dev xgboost  # the cost model (its CMake package needs /usr/bin/xgboost)
   python3 xz-utils  # the GPU run script's test (bench/gpu: its Python helpers, the bundle)
+  python3-dev pybind11-dev  # the Python package's native module (python/)
+  python3-numpy python3-pytest python3-onnx python3-torch  # and its tests
 )
 
 missing=()

@@ -4,7 +4,9 @@
 # own compile_model (linking the installed static libraries) and runs that too.
 #
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DC_COMPILER=... -DCXX_COMPILER=...
-#         -DSANITIZE=ON|OFF -P install_test.cmake
+#         -DSANITIZE=ON|OFF [-DPYTHON=/usr/bin/python3] -P install_test.cmake
+#
+# With PYTHON, the installed Python package loads and runs that dqn.so too.
 #
 # The consumer is built with the compilers of the build it tests and, for a sanitizer build, with
 # the same sanitizer flags, linked by the C++ driver (see CMakeLists.txt's run_model note).
@@ -77,6 +79,25 @@ run_step("consumer dqn2.so" out2 ${consumer_build}/consumer ${WORK_DIR}/dqn2.so)
 if(NOT out2 STREQUAL out)
   message(FATAL_ERROR "the consumer printed\n${out2}\nfor compile_model's dqn2.so, and\n${out}\n"
                       "for the installed anvil's dqn.so: the same model, the same compiler")
+endif()
+
+# The installed Python package runs the installed anvil's dqn.so to the same Q-values' shape.
+# (Not under the sanitizers: there the interpreter needs their runtime preloaded.)
+if(PYTHON AND NOT SANITIZE)
+  file(GLOB package ${prefix}/lib*/python*/*-packages/anvil/__init__.py)
+  if(NOT package)
+    message(FATAL_ERROR "the installed tree lacks the Python package (anvil/__init__.py)")
+  endif()
+  get_filename_component(package_dir ${package} DIRECTORY)
+  get_filename_component(site ${package_dir} DIRECTORY)
+  # Lines, not ';': a semicolon would split the argument into a CMake list.
+  string(CONCAT script "import anvil, numpy as np\nm = anvil.load('${WORK_DIR}/dqn.so')\n"
+         "q, = m.run(np.ones((1, 4, 84, 84), np.float32))\nprint(anvil.__file__, q.shape)")
+  run_step("installed Python package" py ${CMAKE_COMMAND} -E env PYTHONPATH=${site}
+           ${PYTHON} -P -c "${script}")
+  if(NOT py MATCHES "^${prefix}/.*anvil/__init__.py \\(1, 18\\)")
+    message(FATAL_ERROR "the installed package printed '${py}'")
+  endif()
 endif()
 
 # A missing model.so: the consumer reports the runtime's error and exits 1.
