@@ -118,6 +118,9 @@ void GraphProgram::validate(const std::string& origin) const {
       if (slots[r].storage != Storage::kOwned)
         fail("kernel " + c.kernel + " releases slot " + std::to_string(r) +
              ", which it does not own");
+      if (std::count(outputs.begin(), outputs.end(), r) > 0)
+        fail("kernel " + c.kernel + " releases slot " + std::to_string(r) +
+             ", an output of the program");
     }
     if (!c.fn && !c.is_control()) fail("kernel " + c.kernel + " has no code");
     if (!(c.flops >= 0) || std::isinf(c.flops))

@@ -162,8 +162,15 @@ def compile(model: Any, target: str = "llvm",
     """
     shapes = {name: [int(d) for d in dims] for name, dims in (input_shapes or {}).items()}
     records = _os.fspath(tuning_records) if tuning_records is not None else None
-    native = _anvil.compile(_model_source(model), target, shapes, records, records_any_cpu, fuse,
-                            layout, strict)
+    try:
+        native = _anvil.compile(_model_source(model), target, shapes, records, records_any_cpu,
+                                fuse, layout, strict)
+    except BadInputError as e:
+        # The importer's messages name the command line's option.
+        if "--input-shape" not in str(e):
+            raise
+        raise BadInputError(f"{e} (from Python: anvil.compile(..., input_shapes={{NAME: "
+                            "(DIMS)}))") from None
     for line in native.warnings:
         _warnings.warn("anvil: " + line, stacklevel=2)
     return Module(native)

@@ -44,6 +44,9 @@ class InferenceSession:
     """Compiles ``path_or_bytes`` (an ONNX file or its bytes) for this CPU and runs it with ONNX
     Runtime's calling convention.
 
+    Shapes are bound when the model compiles: an input with a symbolic dimension (a dynamic batch)
+    needs ``input_shapes={"x": (1, 3, 224, 224)}``, and runs take that shape only.
+
     ``providers`` and ``sess_options`` are accepted as ONNX Runtime takes them. Anvil runs on the
     CPU: a provider other than ``CPUExecutionProvider`` is ignored with a warning, and of the
     session options only ``intra_op_num_threads`` applies (as ``threads``); an option that asks
@@ -53,7 +56,8 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes: Any, sess_options: Any = None,
                  providers: Optional[Sequence[Any]] = None, provider_options: Any = None,
-                 threads: Optional[int] = None, target: str = "llvm", **kwargs: Any):
+                 threads: Optional[int] = None, target: str = "llvm",
+                 input_shapes: Optional[Dict[str, Sequence[int]]] = None, **kwargs: Any):
         for p in providers or []:
             if _provider_name(p) != _CPU:
                 warnings.warn(f"anvil: provider {_provider_name(p)!r} is not supported; "
@@ -75,7 +79,7 @@ class InferenceSession:
                               "compiled", stacklevel=2)
         if threads is not None:
             set_num_threads(threads)
-        self._module: Module = compile(path_or_bytes, target=target)
+        self._module: Module = compile(path_or_bytes, target=target, input_shapes=input_shapes)
         self._inputs = [NodeArg(*t) for t in self._module.inputs]
         self._outputs = [NodeArg(*t) for t in self._module.outputs]
         self._output_index = {o.name: i for i, o in enumerate(self._outputs)}

@@ -42,8 +42,9 @@ def tune(model: Any, trials: int = 20, time_budget: Optional[float] = None,
     # The measure worker: this interpreter, importing this same package.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     worker = [sys.executable, "-c",
-              f"import sys; sys.path.insert(0, {package_root!r}); "
+              f"import sys; sys.path.append({package_root!r}); "
               "from anvil import _anvil; _anvil.measure_worker()"]
+    progress = progress and sys.stderr is not None
     live = progress and sys.stderr.isatty()
     state = {"width": 0}
 

@@ -61,9 +61,10 @@ View from_buffer(py::handle obj, bool writable, const std::string& what) {
   auto buffer = std::make_unique<Py_buffer>();
   int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj.ptr(), buffer.get(), flags) != 0) {
-    if (!writable) throw py::error_already_set();
-    PyErr_Clear();
-    throw InputError(what + ": expected writable memory, got a read-only buffer");
+    py::error_already_set e;
+    throw InputError(what + (writable ? ": expected writable memory a run can write: "
+                                      : ": its memory cannot be read: ") +
+                     std::string(e.what()));
   }
   View v;
   Py_buffer* b = buffer.get();
@@ -144,10 +145,11 @@ void copy_compact(const View& v, int64_t itemsize, char* out) {
   }
 }
 
-bool same_dtype(DLDataType got, DLDataType want) {
+bool same_dtype(DLDataType got, DLDataType want, bool dlpack) {
   if (got.code == want.code && got.bits == want.bits && got.lanes == want.lanes) return true;
   // DLPack before 0.8 had no bool: its producers (PyTorch 1.x) give bool tensors as uint8.
-  return want.code == kBoolCode && got.code == kDLUInt && got.bits == 8 && got.lanes == 1;
+  return dlpack && want.code == kBoolCode && got.code == kDLUInt && got.bits == 8 &&
+         got.lanes == 1;
 }
 
 }  // namespace
@@ -156,10 +158,12 @@ Borrowed borrow(py::handle obj, const runtime::TensorInfo& want, const char* rol
   const std::string what = std::string(role) + " '" + want.name + "'";
   const std::string expected = runtime::to_string(want.dtype) + runtime::shape_str(want.shape);
   View v;
+  bool dlpack = false;
   if (PyObject_CheckBuffer(obj.ptr())) {
     v = from_buffer(obj, writable, what);
   } else if (py::hasattr(obj, "__dlpack__")) {
     v = from_dlpack(obj, what);
+    dlpack = true;
   } else if (writable) {
     throw InputError(what + ": expected an array (NumPy, PyTorch or a writable buffer) of " +
                      expected + ", got " + std::string(py::str(obj.get_type().attr("__name__"))));
@@ -170,7 +174,7 @@ Borrowed borrow(py::handle obj, const runtime::TensorInfo& want, const char* rol
   if (v.device.device_type != kDLCPU)
     throw InputError(what + " is on " + runtime::to_string(v.device) +
                      "; the model runs on the CPU: give it an array in host memory");
-  if (!same_dtype(v.dtype, want.dtype) || v.shape != want.shape)
+  if (!same_dtype(v.dtype, want.dtype, dlpack) || v.shape != want.shape)
     throw InputError(what + ": expected " + expected + ", got " + runtime::to_string(v.dtype) +
                      runtime::shape_str(v.shape));
   const int64_t itemsize = (want.dtype.bits * want.dtype.lanes + 7) / 8;
@@ -193,6 +197,7 @@ Borrowed borrow(py::handle obj, const runtime::TensorInfo& want, const char* rol
   }
   if (writable) {
     b.caller = v.data;
+    b.keep = v.owner;
   } else if (compact) {
     if (b.array.nbytes() > 0) std::memcpy(b.array.data(), v.data, b.array.nbytes());
   } else {

@@ -21,6 +21,7 @@ struct Borrowed {
   // "8-byte aligned"): an output is then copied back into `caller` after the run.
   std::string copy_reason;
   void* caller = nullptr;
+  std::shared_ptr<void> keep;  // keeps `caller` alive until the copy back
 };
 
 // `obj` as an array of `want`'s dtype and shape on the CPU, `role` ("input", "output") naming it in

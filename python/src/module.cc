@@ -144,7 +144,7 @@ class Module {
     py::gil_scoped_release release;
     for (int r = 0; r < runs; ++r) {
       auto start = std::chrono::steady_clock::now();
-      model_.run(arrays);  // its outputs freed inside the time, as a Python call's are
+      run_guarded([&] { return model_.run(arrays); });  // outputs freed inside the time, as in Python
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
@@ -188,11 +188,15 @@ class Module {
     // Loaded from an artifact: the same file again (with its parameter file, if it has one).
     driver::with_kind(ErrorKind::kCompile, "saving to " + path, [&] {
       runtime::ArtifactContents a = runtime::read_artifact(path_);
-      fs::copy_file(path_, path, fs::copy_options::overwrite_existing);
+      auto copy = [](const fs::path& from, const fs::path& to) {
+        std::error_code ec;
+        if (!fs::equivalent(from, to, ec))
+          fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+      };
+      copy(path_, path);
       if (!a.params_file.name.empty())
-        fs::copy_file(fs::path(path_).parent_path() / a.params_file.name,
-                      fs::path(path).parent_path() / a.params_file.name,
-                      fs::copy_options::overwrite_existing);
+        copy(fs::path(path_).parent_path() / a.params_file.name,
+             fs::path(path).parent_path() / a.params_file.name);
       return 0;
     });
   }
@@ -320,8 +324,17 @@ py::dict tune(const py::object& model, const std::string& target_text,
     if (!on_note.is_none()) on_note(line);
   };
   const auto start = std::chrono::steady_clock::now();
-  const int64_t measured =
-      driver::with_kind(ErrorKind::kRuntime, "tuning", [&] { return session.run(); });
+  // A Python error out of a callback (KeyboardInterrupt) propagates as itself.
+  int64_t measured = 0;
+  try {
+    measured = session.run();
+  } catch (py::error_already_set&) {
+    throw;
+  } catch (const driver::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw driver::Error(ErrorKind::kRuntime, std::string("tuning: ") + e.what());
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   py::gil_scoped_acquire gil;

@@ -57,9 +57,28 @@ def test_save_and_load_round_trip(dense, tmp_path):
     loaded = anvil.load(tmp_path / "m.so")
     assert loaded.inputs == m.inputs and loaded.outputs == m.outputs
     np.testing.assert_array_equal(loaded.run(x)[0], m.run(x)[0])
-    # A loaded module saves its artifact again.
+    # A loaded module saves its artifact again, onto itself too.
     loaded.save(tmp_path / "again.so")
     np.testing.assert_array_equal(anvil.load(tmp_path / "again.so").run(x)[0], m.run(x)[0])
+    loaded.save(tmp_path / "m.so")
+    np.testing.assert_array_equal(anvil.load(tmp_path / "m.so").run(x)[0], m.run(x)[0])
+
+
+def test_symbolic_dimensions_are_bound_at_compile_time():
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "dynamic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.raises(anvil.BadInputError, match=r"symbolic.*input_shapes="):
+        anvil.compile(model)
+    m = anvil.compile(model, input_shapes={"x": (3, 4)})
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(m.run(x)[0], np.maximum(x, 0))
+    sess = anvil.InferenceSession(model.SerializeToString(), input_shapes={"x": [3, 4]})
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0))
 
 
 def test_profile_times_every_kernel(dense_module):

@@ -176,7 +176,8 @@ graph::Graph load_model(const std::string& model, const std::vector<std::string>
   }
   std::set<std::string> valued;
   for (const std::string& text : input_values) {
-    auto [name, file] = parse_binding(text, "--input-value", "NAME=FILE.npy");
+    const auto [name, file_name] = parse_binding(text, "--input-value", "NAME=FILE.npy");
+    const std::string file = file_name;  // a lambda cannot capture a structured binding (clang 14)
     if (!valued.insert(name).second)
       usage_error("--input-value: input '" + name + "' is bound twice");
     if (driver::is_zoo_name(model))
