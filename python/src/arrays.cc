@@ -62,8 +62,9 @@ View from_buffer(py::handle obj, bool writable, const std::string& what) {
   int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj.ptr(), buffer.get(), flags) != 0) {
     py::error_already_set e;
-    throw InputError(what + (writable ? ": expected writable memory a run can write: "
-                                      : ": its memory cannot be read: ") +
+    throw InputError(what +
+                     (writable ? ": expected writable memory a run can write: "
+                               : ": its memory cannot be read: ") +
                      std::string(e.what()));
   }
   View v;
@@ -148,8 +149,7 @@ void copy_compact(const View& v, int64_t itemsize, char* out) {
 bool same_dtype(DLDataType got, DLDataType want, bool dlpack) {
   if (got.code == want.code && got.bits == want.bits && got.lanes == want.lanes) return true;
   // DLPack before 0.8 had no bool: its producers (PyTorch 1.x) give bool tensors as uint8.
-  return dlpack && want.code == kBoolCode && got.code == kDLUInt && got.bits == 8 &&
-         got.lanes == 1;
+  return dlpack && want.code == kBoolCode && got.code == kDLUInt && got.bits == 8 && got.lanes == 1;
 }
 
 }  // namespace

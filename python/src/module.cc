@@ -144,7 +144,8 @@ class Module {
     py::gil_scoped_release release;
     for (int r = 0; r < runs; ++r) {
       auto start = std::chrono::steady_clock::now();
-      run_guarded([&] { return model_.run(arrays); });  // outputs freed inside the time, as in Python
+      run_guarded(
+          [&] { return model_.run(arrays); });  // outputs freed inside the time, as in Python
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
