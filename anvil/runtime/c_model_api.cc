@@ -141,21 +141,50 @@ int32_t AnvilModelRunOnStream(AnvilModelHandle model, const DLTensor* const* inp
     std::vector<size_t> out_bytes;
     for (int32_t i = 0; i < num_outputs; ++i)
       out_bytes.push_back(checked_bytes(outputs[i], out_info[i], "output"));
-    // Inputs are copied into aligned arrays: a caller's buffer may have any alignment.
+    // The caller's arrays themselves where they are aligned as kernel arguments must be (the
+    // caller owns them for the call); a copy otherwise.
+    auto address = [](const DLTensor* t) { return static_cast<char*>(t->data) + t->byte_offset; };
+    auto in_place = [&](const DLTensor* t, const TensorInfo& info) {
+      char* data = address(t);
+      if (data == nullptr || reinterpret_cast<uintptr_t>(data) % ANVIL_ARG_ALIGNMENT != 0)
+        return NDArray();
+      return NDArray::view(std::shared_ptr<void>(data, [](void*) {}), data, info.shape, info.dtype);
+    };
     std::vector<NDArray> in;
     for (int32_t i = 0; i < num_inputs; ++i) {
       size_t bytes = checked_bytes(inputs[i], in_info[i], "input");
-      NDArray a = NDArray::empty(in_info[i].shape, in_info[i].dtype);
-      if (bytes)
-        std::memcpy(a.data(), static_cast<const char*>(inputs[i]->data) + inputs[i]->byte_offset,
-                    bytes);
+      NDArray a = in_place(inputs[i], in_info[i]);
+      if (!a.defined()) {
+        a = NDArray::empty(in_info[i].shape, in_info[i].dtype);
+        if (bytes) std::memcpy(a.data(), address(inputs[i]), bytes);
+      }
       in.push_back(a);
+    }
+    // A CPU model writes its outputs into the caller's arrays when they are aligned and overlap
+    // nothing else given.
+    std::vector<NDArray> out;
+    bool direct = stream == nullptr && model->model.device().device_type == kDLCPU;
+    for (int32_t i = 0; direct && i < num_outputs; ++i) {
+      out.push_back(in_place(outputs[i], out_info[i]));
+      direct = out.back().defined();
+    }
+    for (int32_t i = 0; direct && i < num_outputs; ++i) {
+      auto overlaps = [&](const char* p, size_t n) {
+        const char* o = address(outputs[i]);
+        return n > 0 && out_bytes[i] > 0 && o < p + n && p < o + out_bytes[i];
+      };
+      for (int32_t k = 0; k < num_inputs; ++k)
+        direct = direct && !overlaps(address(inputs[k]), in[k].nbytes());
+      for (int32_t k = 0; k < i; ++k)
+        direct = direct && !overlaps(address(outputs[k]), out_bytes[k]);
+    }
+    if (direct) {
+      model->model.run(in, out);
+      return;
     }
     std::vector<NDArray> result = model->model.run(in, stream);
     for (int32_t i = 0; i < num_outputs; ++i)
-      if (out_bytes[i])
-        std::memcpy(static_cast<char*>(outputs[i]->data) + outputs[i]->byte_offset,
-                    result[i].data(), out_bytes[i]);
+      if (out_bytes[i]) std::memcpy(address(outputs[i]), result[i].data(), out_bytes[i]);
   });
 }
 

@@ -32,8 +32,9 @@ ANVIL_DLL int32_t AnvilModelOutputInfo(AnvilModelHandle model, int32_t index, co
                                        int32_t* ndim, const int64_t** shape, DLDataType* dtype);
 
 /* Runs the model. inputs[i] is input i (CPU tensors, compact row-major, any alignment);
- * outputs[i] is output i, allocated by the caller with the output's shape and dtype, which the
- * results are copied into. */
+ * outputs[i] is output i, allocated by the caller with the output's shape and dtype. Arrays whose
+ * data is ANVIL_ARG_ALIGNMENT-aligned are read and written in place (a CPU model's outputs when
+ * none overlaps another array given); others are copied in or out. */
 ANVIL_DLL int32_t AnvilModelRun(AnvilModelHandle model, const DLTensor* const* inputs,
                                 int32_t num_inputs, DLTensor* const* outputs, int32_t num_outputs);
 

@@ -620,6 +620,22 @@ TEST(Model, CApi) {
   std::memcpy(got1.data(), out1.data(), got1.nbytes());
   expect_close({got0, got1}, s.want, "C API");
 
+  // Aligned arrays, read and written in place; and an output that is also an input, which takes
+  // the copying path (its result is the same).
+  NDArray x16 = NDArray::empty(shp, dl_float32()), y0 = NDArray::empty(shp, dl_float32()),
+          y1 = NDArray::empty(shp, dl_float32());
+  std::memcpy(x16.data(), s.inputs[0].data(), x16.nbytes());
+  const DLTensor* aligned_ins[] = {x16.get()};
+  DLTensor* aligned_outs[] = {y0.get(), y1.get()};
+  ASSERT_EQ(AnvilModelRun(m, aligned_ins, 1, aligned_outs, 2), 0) << AnvilGetLastError();
+  expect_close({y0, y1}, s.want, "C API, in place");
+  NDArray shared = NDArray::empty(shp, dl_float32());
+  std::memcpy(shared.data(), s.inputs[0].data(), shared.nbytes());
+  const DLTensor* shared_ins[] = {shared.get()};
+  DLTensor* shared_outs[] = {y0.get(), shared.get()};
+  ASSERT_EQ(AnvilModelRun(m, shared_ins, 1, shared_outs, 2), 0) << AnvilGetLastError();
+  expect_close({y0, shared}, s.want, "C API, an output over its input");
+
   std::vector<int64_t> wrong = {1, 4, 8, 7};
   DLTensor bad{in_buf.data(), {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, wrong.data(), nullptr, 0};
   const DLTensor* bad_ins[] = {&bad};
