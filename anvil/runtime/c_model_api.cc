@@ -169,14 +169,8 @@ int32_t AnvilModelRunOnStream(AnvilModelHandle model, const DLTensor* const* inp
       direct = out.back().defined();
     }
     for (int32_t i = 0; direct && i < num_outputs; ++i) {
-      auto overlaps = [&](const char* p, size_t n) {
-        const char* o = address(outputs[i]);
-        return n > 0 && out_bytes[i] > 0 && o < p + n && p < o + out_bytes[i];
-      };
-      for (int32_t k = 0; k < num_inputs; ++k)
-        direct = direct && !overlaps(address(inputs[k]), in[k].nbytes());
-      for (int32_t k = 0; k < i; ++k)
-        direct = direct && !overlaps(address(outputs[k]), out_bytes[k]);
+      for (const NDArray& a : in) direct = direct && !memory_overlaps(out[i], a);
+      for (int32_t k = 0; k < i; ++k) direct = direct && !memory_overlaps(out[i], out[k]);
     }
     if (direct) {
       model->model.run(in, out);

@@ -202,17 +202,12 @@ void Model::run(const std::vector<NDArray>& inputs, const std::vector<NDArray>& 
     if (to_string(a.dtype()) != to_string(want.dtype) || a.shape() != want.shape)
       throw InputError("output '" + want.name + "': expected " + expected + ", got " +
                        to_string(a.dtype()) + shape_str(a.shape()));
-    auto overlaps = [&](const NDArray& b) {
-      auto* x = static_cast<const char*>(a.data());
-      auto* y = static_cast<const char*>(b.data());
-      return a.nbytes() > 0 && b.nbytes() > 0 && x < y + b.nbytes() && y < x + a.nbytes();
-    };
     for (size_t k = 0; k < inputs.size(); ++k)
-      if (overlaps(inputs[k]))
+      if (memory_overlaps(a, inputs[k]))
         throw InputError("output '" + want.name + "' overlaps input '" + s.inputs[k].name +
                          "': give the outputs memory of their own");
     for (size_t k = 0; k < i; ++k)
-      if (overlaps(outputs[k]))
+      if (memory_overlaps(a, outputs[k]))
         throw InputError("output '" + want.name + "' overlaps output '" + s.outputs[k].name + "'");
   }
   execute_into(s.program, inputs, outputs);

@@ -128,6 +128,12 @@ size_t NDArray::nbytes() const {
   return state_->nbytes;
 }
 
+bool memory_overlaps(const NDArray& a, const NDArray& b) {
+  auto* x = static_cast<const char*>(a.data());
+  auto* y = static_cast<const char*>(b.data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && x < y + b.nbytes() && y < x + a.nbytes();
+}
+
 DLDataType dl_float32() {
   return DLDataType{kDLFloat, 32, 1};
 }

@@ -45,6 +45,9 @@ class NDArray {
   std::shared_ptr<State> state_;
 };
 
+// Whether the bytes of `a` and `b` share any address (empty arrays share none).
+bool memory_overlaps(const NDArray& a, const NDArray& b);
+
 DLDataType dl_float32();
 DLDataType dl_int32();
 

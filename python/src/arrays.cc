@@ -208,7 +208,7 @@ Borrowed borrow(py::handle obj, const runtime::TensorInfo& want, const char* rol
 
 py::array to_numpy(const NDArray& a) {
   DLDataType t = a.dtype();
-  std::string name = t.code == kBoolCode ? "bool" : runtime::to_string(t);
+  std::string name = runtime::to_string(t);  // NumPy's names: "float32", "bool"
   if (t.lanes != 1 || t.code == kDLBfloat || t.code == kDLOpaqueHandle || t.code == kDLComplex)
     throw InputError("an output of type " + runtime::to_string(t) + " has no NumPy type");
   py::dtype dtype(name);

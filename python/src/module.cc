@@ -65,27 +65,34 @@ class Module {
   py::list tensors(const std::vector<runtime::TensorInfo>& infos) const {
     py::list list;
     for (const runtime::TensorInfo& t : infos)
-      list.append(py::make_tuple(t.name, py::tuple(py::cast(t.shape)),
-                                 t.dtype.code == 6 ? "bool" : runtime::to_string(t.dtype)));
+      list.append(
+          py::make_tuple(t.name, py::tuple(py::cast(t.shape)), runtime::to_string(t.dtype)));
     return list;
+  }
+
+  // The caller's inputs (in the model's order) as the runtime takes them; each copy made is
+  // reported to `copies` ("input 'x': why") when given.
+  std::vector<runtime::NDArray> borrow_inputs(const py::sequence& inputs,
+                                              py::list* copies = nullptr) const {
+    const std::vector<runtime::TensorInfo>& want = model_.inputs();
+    if (py::len(inputs) != want.size())
+      throw runtime::InputError("the model takes " + std::to_string(want.size()) +
+                                " input(s), got " + std::to_string(py::len(inputs)));
+    std::vector<runtime::NDArray> arrays;
+    for (size_t i = 0; i < want.size(); ++i) {
+      Borrowed b = borrow(inputs[i], want[i], "input", false);
+      if (copies && !b.copy_reason.empty())
+        copies->append("input '" + want[i].name + "': " + b.copy_reason);
+      arrays.push_back(b.array);
+    }
+    return arrays;
   }
 
   // Runs on `inputs` (in the model's order); into `out` when given. Copies made on the way in or
   // out are reported to `copies` (one "input 'x': why" each).
   py::list run(const py::sequence& inputs, const std::optional<py::sequence>& out,
                py::list copies) const {
-    const std::vector<runtime::TensorInfo>& want = model_.inputs();
-    if (py::len(inputs) != want.size())
-      throw runtime::InputError("the model takes " + std::to_string(want.size()) +
-                                " input(s), got " + std::to_string(py::len(inputs)));
-    std::vector<Borrowed> in;
-    for (size_t i = 0; i < want.size(); ++i) {
-      in.push_back(borrow(inputs[i], want[i], "input", false));
-      if (!in.back().copy_reason.empty())
-        copies.append("input '" + want[i].name + "': " + in.back().copy_reason);
-    }
-    std::vector<runtime::NDArray> arrays;
-    for (const Borrowed& b : in) arrays.push_back(b.array);
+    std::vector<runtime::NDArray> arrays = borrow_inputs(inputs, &copies);
     py::list results;
     if (!out) {
       std::vector<runtime::NDArray> outputs;
@@ -125,21 +132,16 @@ class Module {
   // The address each input would be read at: the caller's own memory unless it is copied (the
   // tests' proof that arrays pass in place).
   py::list input_addresses(const py::sequence& inputs) const {
-    const std::vector<runtime::TensorInfo>& want = model_.inputs();
     py::list list;
-    for (size_t i = 0; i < want.size() && i < py::len(inputs); ++i)
-      list.append(
-          reinterpret_cast<uintptr_t>(borrow(inputs[i], want[i], "input", false).array.data()));
+    for (const runtime::NDArray& a : borrow_inputs(inputs))
+      list.append(reinterpret_cast<uintptr_t>(a.data()));
     return list;
   }
 
   // `runs` calls of Model::run made from C++ on `inputs`, each timed (seconds): what a call costs
   // without Python, the baseline of bench/python/call_overhead.py.
   std::vector<double> time_native_runs(const py::sequence& inputs, int runs) const {
-    const std::vector<runtime::TensorInfo>& want = model_.inputs();
-    std::vector<runtime::NDArray> arrays;
-    for (size_t i = 0; i < want.size() && i < py::len(inputs); ++i)
-      arrays.push_back(borrow(inputs[i], want[i], "input", false).array);
+    std::vector<runtime::NDArray> arrays = borrow_inputs(inputs);
     std::vector<double> seconds;
     py::gil_scoped_release release;
     for (int r = 0; r < runs; ++r) {
@@ -153,13 +155,7 @@ class Module {
   }
 
   py::list profile(const py::sequence& inputs, int repeat) const {
-    const std::vector<runtime::TensorInfo>& want = model_.inputs();
-    if (py::len(inputs) != want.size())
-      throw runtime::InputError("the model takes " + std::to_string(want.size()) +
-                                " input(s), got " + std::to_string(py::len(inputs)));
-    std::vector<runtime::NDArray> arrays;
-    for (size_t i = 0; i < want.size(); ++i)
-      arrays.push_back(borrow(inputs[i], want[i], "input", false).array);
+    std::vector<runtime::NDArray> arrays = borrow_inputs(inputs);
     std::vector<runtime::KernelProfile> kernels;
     {
       py::gil_scoped_release release;
