@@ -359,7 +359,15 @@ void register_rnn(const std::string& name) {
     const double G = (name == "lstm" ? 4 : 3) * H;
     return 2 * static_cast<double>(x[0] * x[1]) * dirs * G * (static_cast<double>(x[2]) + H);
   };
-  def.space_gpu = gpu_default_space;  // the default GPU schedule, tunable
+  // The default GPU schedule with each lstm step in one kernel (recurrent_gpu.cc), tunable.
+  def.schedule_gpu = [name](te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs&,
+                            const Target& target, const Config& config) {
+    rnn_schedule_gpu(name, s, outs, target, config);
+  };
+  def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,
+                         const Target& target) {
+    return rnn_space_gpu(analyze(name, in, attrs), in, attrs, target);
+  };
   def.infer = [name](const std::vector<TensorType>& in, const Attrs& attrs) {
     return rnn_infer(analyze(name, in, attrs));
   };

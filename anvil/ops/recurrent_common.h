@@ -43,6 +43,17 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
 // `config` overrides knobs of rnn_space.
 void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target,
                       const Config& config);
+// The GPU schedule (recurrent_gpu.cc): the default one, each lstm step with a previous state in
+// one kernel; `config` overrides knobs of rnn_space_gpu (gpu_default_space's, and for an lstm in
+// the GPU form "step_units" and "step_lanes").
+void rnn_schedule_gpu(const std::string& op, te::Schedule& s, const std::vector<te::Tensor>& outs,
+                      const Target& target, const Config& config);
+ConfigSpace rnn_space_gpu(const Rnn& r, const std::vector<TensorType>& in, const Attrs& attrs,
+                          const Target& target);
+// The role of stage `t` of op `op`: its name without the "<op>_" prefix and the "_d<d>_t<t>"
+// suffix ("state", "gemvsum", "Y"); empty for a tensor that is not one of the op's stages.
+std::string stage_role(const std::string& op, const te::Tensor& t);
+
 // The knobs of the two products, each dense's panel-product knobs (tile_m, tile_n, k_unroll,
 // parallel; the rule's values first) under a prefix: "xw_" for the input projection of every
 // step, "step_" for the recurrent products of each step (one configuration for all of them).

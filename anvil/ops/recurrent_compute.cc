@@ -17,15 +17,18 @@
 //   c, h              lstm: the cell state and the hidden state, every gate inlined into them
 //   state             lstm with gpu_form: c and h as one stage [2, batch, H] (rows c, h), the
 //                     gates computed in both rows, so that a GPU computes them in one kernel
+//                     (with the step's gemvsum)
 //   rh, gemvh, h      gru: h alone (linear_before_reset = 1), or r (.) h_prev, its product with
 //                     R_h and h (linear_before_reset = 0)
 //   Y, Yh, Yc         the outputs: selects over the per-step h (and c) stages, folded to one load
 //                     each once the time and direction loops are unrolled
 // gpu_form (the GPU targets' form): nothing is packed; the products are plain reductions over
-// the weights as given: xwsum (then xwbias with the biases), gemvsum and gemvhsum. The GPU's
-// default schedule reduces each recurrent product's gate row in a block of lanes along k
-// (coalesced reads of R); the projection, with more rows than that schedule shares among lanes, is
-// a thread per output. The lstm's state stage replaces c and h: two kernels per step.
+// the weights as given: xwsum (then xwbias with the biases), gemvsum and gemvhsum. The lstm's
+// gemvsum is by unit, [batch, H, 4] (gate q of unit j: R's row q*H + j), and its state stage
+// replaces c and h, so that its GPU schedule (recurrent_gpu.cc) computes a step in one kernel.
+// The gru's products take the default GPU schedule, each gate row reduced in a block of lanes
+// along k (coalesced reads of R); the projection, with more rows than that schedule shares among
+// lanes, is a thread per output.
 //
 // Why pack R: the packing is a gather (about 650 us for 2600 x 650 here, 7 GEMV passes), but the
 // GEMV over panels streams 16-float rows with 8 accumulator vectors in flight and no horizontal
@@ -217,11 +220,24 @@ struct Builder {
         nm);
   }
 
-  // XW of gate row q*H + j at time t, plus the recurrent product's row when there is one.
+  // The lstm's recurrent product in the GPU form, by unit: acc[b, j, q] = sum_k h_prev[b, k]
+  // R[d, q*H + j, k], so that the units of a block read one contiguous region of it (a step's
+  // kernel computes its block's share, see rnn_schedule_gpu).
+  te::Tensor gemv_units(const VecFn& v, const te::Tensor& R, int d, int t) const {
+    IterVar k = te::reduce_axis(H, "k");
+    return te::compute(
+        {Expr(N), Expr(H), Expr(static_cast<int>(r.gates))},
+        [&](Var b, Var j, Var q) { return te::sum(v(b, k->var) * R(d, q * H + j, k->var), {k}); },
+        name("gemvsum", d, t));
+  }
+
+  // XW of gate row q*H + j at time t, plus the recurrent product's row when there is one (from a
+  // product by unit, [batch, H, gates], when acc has three dimensions).
   Expr pre(int d, int t, int q, const te::Tensor& acc, Expr b, Expr j, int acc_row0 = -1) const {
     Expr v = xw(d, b + t * N, j + q * H);
-    if (acc.get()) v = v + acc(b, j + (acc_row0 < 0 ? q * H : acc_row0));
-    return v;
+    if (!acc.get()) return v;
+    if (acc.ndim() == 3) return v + acc(b, j, q);
+    return v + acc(b, j + (acc_row0 < 0 ? q * H : acc_row0));
   }
 };
 
@@ -269,7 +285,11 @@ std::vector<te::Tensor> rnn_compute(const Rnn& r, const std::vector<te::Tensor>&
     for (int step = 0; step < S; ++step) {
       int t = r.reversed(d) ? S - 1 - step : step;
       te::Tensor acc;
-      if (hprev) acc = bl.gemv(hprev, R, rpack, 0, lbr0 ? 2 * H : G, d, t, "gemv");
+      if (hprev && r.lstm && r.gpu_form) {
+        acc = bl.gemv_units(hprev, R, d, t);
+      } else if (hprev) {
+        acc = bl.gemv(hprev, R, rpack, 0, lbr0 ? 2 * H : G, d, t, "gemv");
+      }
       if (r.lstm) {
         // The cell state of unit (b, j), and the hidden state from it.
         auto cell = [&](Var b, Var j) {
@@ -415,6 +435,13 @@ ConfigSpace rnn_space(const Rnn& r, const Target& target) {
   return space;
 }
 
+std::string stage_role(const std::string& op, const te::Tensor& t) {
+  const std::string& n = t.name();
+  if (n.rfind(op + "_", 0) != 0) return "";
+  std::string role = n.substr(op.size() + 1);
+  return role.substr(0, role.find('_'));
+}
+
 void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& target,
                       const Config& config) {
   // The knobs named prefix + knob, without the prefix.
@@ -437,9 +464,8 @@ void rnn_schedule_x86(const std::string& op, te::Schedule& s, const Target& targ
   for (const te::Tensor& t : stages) {
     if (!t.is_compute()) continue;
     const std::string& n = t.name();
-    ANVIL_ICHECK(n.rfind(op + "_", 0) == 0, op, " schedule: unexpected stage '", n, "'");
-    std::string role = n.substr(op.size() + 1);
-    role = role.substr(0, role.find('_'));
+    std::string role = stage_role(op, t);
+    ANVIL_ICHECK(!role.empty(), op, " schedule: unexpected stage '", n, "'");
     std::vector<int64_t> shape = shape_of(t);
     int64_t elems = 1;
     for (int64_t e : shape) elems *= e;

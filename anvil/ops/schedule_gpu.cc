@@ -286,7 +286,8 @@ ConfigSpace gpu_default_space(const std::vector<TensorType>&, const Attrs&, cons
 }
 
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
-                          const Target& target, const Config& config) {
+                          const Target& target, const Config& config,
+                          const std::function<bool(const te::Tensor&)>& scheduled) {
   std::vector<te::Stage> stages = s.stages();
   // How many stages read each tensor. Inlining a tensor into several readers would recompute it
   // in each (and a chain of them, as in a recurrent cell, in each reader of each), so only
@@ -307,7 +308,7 @@ void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& output
   ANVIL_CHECK(inner >= 1, "default GPU schedule: inner ", inner, " is not positive");
   for (te::Stage& st : stages) {
     te::Tensor t = st.tensor();
-    if (!t.is_compute()) continue;
+    if (!t.is_compute() || (scheduled && scheduled(t))) continue;
     if (!is_output(t) && t->reduce_axis.empty() && readers[t.get()] == 1) {
       st.compute_inline();
       continue;

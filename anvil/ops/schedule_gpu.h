@@ -21,9 +21,11 @@ namespace anvil::ops {
 // shared by the threads of a block per output instead). A scalar stage runs on one thread.
 // Knobs (gpu_default_space): "threads" per block (also the cap on a cross-thread reduction's
 // lanes) and "inner", the outputs each thread computes, a block's width apart (a stage that
-// takes a cross-thread reduction, a block per output, ignores it).
+// takes a cross-thread reduction, a block per output, ignores it). Stages for which `scheduled`
+// returns true are left as they are: an op's own schedule made them.
 void schedule_gpu_default(te::Schedule& s, const std::vector<te::Tensor>& outputs,
-                          const Target& target, const Config& config = {});
+                          const Target& target, const Config& config = {},
+                          const std::function<bool(const te::Tensor&)>& scheduled = nullptr);
 // The threads per block of the default schedule's rule: min(256, the target's limit).
 int64_t gpu_default_threads(const Target& target);
 // The knobs of schedule_gpu_default, for the operators that take it as their tunable GPU

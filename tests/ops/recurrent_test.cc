@@ -32,6 +32,7 @@ struct Case {
   int64_t gpu_form = 0;     // plain products, an lstm step's states in one stage
   bool gpu_always = false;  // every case through OpenCL too, not the first few
   Config config;            // the CPU schedule's knobs (empty: the rule)
+  Config gpu_config;        // the GPU schedule's knobs (empty: the rule)
 };
 
 std::string describe(const Case& c) {
@@ -73,6 +74,7 @@ void check(const Case& c, uint32_t seed = 1) {
   o.seed = seed;
   o.gpu_always = c.gpu_always;
   o.config = c.config;
+  o.gpu_config = c.gpu_config;
   check_op(c.op, types, attrs, o);
 }
 
@@ -154,6 +156,68 @@ TEST(Lstm, GpuFormOnCpuAndOpenCl) {
   c.input_forget = 1;
   c.clip = 0.5;
   check(c, seed++);
+}
+
+// The GPU schedule makes each step with a previous state one kernel: its gate sums stay in the
+// block's shared memory (no global temporary holds them), and a kernel writes each step's states.
+TEST(Lstm, GpuStepIsOneKernel) {
+  const int64_t seq = 6, hidden = 16;
+  std::vector<TensorType> types = {
+      {{seq, 2, 8}, f32}, {{1, 4 * hidden, 8}, f32}, {{1, 4 * hidden, hidden}, f32}};
+  Attrs attrs("lstm", {{"hidden_size", hidden}, {"gpu_form", int64_t{1}}});
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < types.size(); ++i)
+    ins.push_back(te::placeholder(to_exprs(types[i].shape), f32, "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = lookup("lstm").compute(ins, attrs);
+  Target target = Target::parse("opencl");
+  te::Schedule s(outs);
+  schedule_for(lookup("lstm"), s, outs, attrs, target, {});
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  ir::DeviceFunc f = lower_gpu(s, args, "lstm", target);
+  for (const ir::Buffer& b : f.temps)
+    EXPECT_EQ(b->name.find("gemvsum"), std::string::npos) << b->name << " is in global memory";
+  // The projection (no bias), the first step (no product), seq - 1 fused steps, Y, Y_h, Y_c.
+  EXPECT_EQ(f.kernels.size(), 1 + 1 + (seq - 1) + 3u);
+  int fused = 0;
+  for (const ir::DeviceKernel& k : f.kernels)
+    if (k.block[0] == 32 && k.block[1] == 4) ++fused;  // the rule: 32 lanes x 4 gates of 1 unit
+  EXPECT_EQ(fused, seq - 1);
+}
+
+// Each knob of the GPU space at its other values against the reference, through OpenCL.
+TEST(Lstm, EveryGpuKnobAgrees) {
+  Case c;
+  c.gpu_form = 1;
+  c.gpu_always = true;
+  c.seq = 4;
+  c.batch = 2;
+  c.hidden = 16;
+  c.h0 = c.c0 = true;
+  const int64_t G = 4 * c.hidden;
+  std::vector<TensorType> types = {
+      {{c.seq, c.batch, c.input}, f32}, {{1, G, c.input}, f32}, {{1, G, c.hidden}, f32}};
+  ConfigSpace space = space_for(
+      lookup("lstm"), types, Attrs("lstm", {{"hidden_size", c.hidden}, {"gpu_form", int64_t{1}}}),
+      Target::parse("opencl"));
+  ASSERT_EQ(space.size(), 4u);
+  EXPECT_EQ(space[2].name, "step_units");
+  EXPECT_EQ(space[2].values, (std::vector<int64_t>{1, 2}));  // 4 x 2 x 32 lanes: 256 threads
+  EXPECT_EQ(space[3].name, "step_lanes");
+  uint32_t seed = 90;
+  for (const Knob& k : space) {
+    for (size_t v = 1; v < k.values.size(); ++v) {
+      c.gpu_config = {{k.name, k.values[v]}};
+      SCOPED_TRACE(k.name + "=" + std::to_string(k.values[v]));
+      check(c, seed++);
+    }
+  }
+  // More threads than a block may have: refused, naming both knobs.
+  c.gpu_config = {{"step_units", 4}, {"step_lanes", 32}};
+  anvil::testing::expect_has(
+      anvil::testing::user_error([&] { check(c, seed); }),
+      "lstm GPU schedule: step_units 4 and step_lanes 32 make 512 threads per block, over the "
+      "target's limit of 256");
 }
 
 TEST(Lstm, InitialStatesAndPeepholes) {
