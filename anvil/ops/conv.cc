@@ -669,7 +669,7 @@ void register_conv(const std::string& name) {
     std::vector<int64_t> out = shape_of(outs[0]);
     if (!conv_gpu_tiled(attrs.get_int("group"), out[1]))
       return schedule_gpu_default(s, outs, target);
-    schedule_gpu_tiled(s, outs, conv_gpu_axes(out.size() - 2), kConvGpuMaxKTile, config);
+    schedule_gpu_tiled(s, outs, conv_gpu_axes(out.size() - 2), kConvGpuMaxKTile, target, config);
   };
   def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,
                          const Target& target) { return conv_gpu_space(name, in, attrs, target); };

@@ -803,7 +803,7 @@ void register_matmul_like(const std::string& name) {
     return matmul_space(name, in, attrs, target);
   };
   def.schedule_gpu = [](te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs&,
-                        const Target&, const Config& config) {
+                        const Target& target, const Config& config) {
     std::vector<te::Stage> stages = s.stages();
     // The dot path's partial sums: the reduction with a lane dimension past the output's.
     size_t dims = outs[0]->shape.size();
@@ -815,7 +815,7 @@ void register_matmul_like(const std::string& name) {
     // read through the packing from global memory: a tile of columns that is not a multiple of
     // the panel covers a number of panels that varies between blocks, which a shared copy of
     // static size cannot hold.
-    schedule_gpu_tiled(s, outs, kMatmulGpuAxes, kMatmulGpuMaxKTile, config,
+    schedule_gpu_tiled(s, outs, kMatmulGpuAxes, kMatmulGpuMaxKTile, target, config,
                        [](const te::Tensor& t) { return t.name().ends_with("_packed"); });
   };
   def.space_gpu = [name](const std::vector<TensorType>& in, const Attrs& attrs,

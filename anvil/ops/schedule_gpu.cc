@@ -93,6 +93,51 @@ TileRule tile_rule(const std::vector<int64_t>& out, int64_t k, const std::vector
   return r;
 }
 
+// Split-K: a reduction split into parts, each part's partial sums in a kernel of their own
+// (the parts as another block dimension), then a thread per output adds the parts. Each part
+// keeps at least this much of the reduction's first axis.
+constexpr int64_t kMinSplitK = 16;
+
+// The blocks a tiling launches: the leading dimensions times each tiled axis's blocks, with the
+// knobs as tile_gpu takes them (INT64_MAX when a thread count does not divide its axis: tile_gpu
+// reports that).
+int64_t grid_blocks(const std::vector<int64_t>& shape, const std::vector<GpuTileAxis>& axes,
+                    const TileRule& rule, const Config& config) {
+  size_t first = shape.size() - axes.size();
+  int64_t blocks = 1;
+  for (size_t d = 0; d < first; ++d) blocks *= shape[d];
+  for (size_t j = 0; j < axes.size(); ++j) {
+    int64_t e = shape[first + j];
+    int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
+    if (t < 1 || e % t != 0) return INT64_MAX;
+    int64_t f = largest_divisor(e / t, knob(config, axes[j].name + "_inner", rule.inner[j]));
+    blocks *= e / (t * f);
+  }
+  return blocks;
+}
+
+// The parts split-K may take of a reduction whose first axis has extent k: divisors of k from
+// {2, 4, 8, 16} leaving each part at least kMinSplitK.
+std::vector<int64_t> k_split_values(int64_t k) {
+  std::vector<int64_t> v;
+  for (int64_t p : {2, 4, 8, 16})
+    if (k % p == 0 && k / p >= kMinSplitK) v.push_back(p);
+  return v;
+}
+
+// The rule: no split when the tiling launches a block per multiprocessor or more (or the
+// target's count is unknown), else the fewest parts that reach it (the most allowed when none
+// does).
+int64_t k_split_rule(int64_t blocks, int64_t k, const Target& target) {
+  if (blocks >= target.multiprocessors) return 1;
+  int64_t parts = 1;
+  for (int64_t p : k_split_values(k)) {
+    parts = p;
+    if (blocks * p >= target.multiprocessors) break;
+  }
+  return parts;
+}
+
 // The default first, then the candidates that divide `n` (and are at most `cap`).
 std::vector<int64_t> divisor_values(int64_t def, int64_t n,
                                     std::initializer_list<int64_t> candidates, int64_t cap) {
@@ -134,7 +179,7 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
 
 ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
                             const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
-                            const Target& target) {
+                            const Target& target, bool split_k) {
   ANVIL_ICHECK(axes.size() <= out.size(), "gpu_tiled_space: more tiled axes than dimensions");
   TileRule r = tile_rule(out, k, axes, max_k_tile);
   ConfigSpace space;
@@ -148,12 +193,18 @@ ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
   }
   space.push_back({"k_tile", divisor_values(r.k_tile, k, {1, 2, 4, 8, 16, 32}, k)});
   space.push_back({"double_buffer", {0, 1}});
+  if (!split_k) return space;
+  std::vector<int64_t> parts = {k_split_rule(grid_blocks(out, axes, r, {}), k, target)};
+  for (int64_t p : k_split_values(k))
+    if (p != parts[0]) parts.push_back(p);
+  if (parts[0] != 1) parts.insert(parts.begin() + 1, 1);
+  if (parts.size() > 1) space.push_back({"k_split", parts});
   return space;
 }
 
 void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
                         const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
-                        const Config& config,
+                        const Target& target, const Config& config,
                         const std::function<bool(const te::Tensor&)>& global) {
   using ir::MemoryScope;
   ANVIL_CHECK(outs.size() == 1, "tiled GPU schedule: ", outs.size(), " outputs (one expected)");
@@ -170,11 +221,40 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   ANVIL_CHECK(acc.defined(), "tiled GPU schedule: '", out.name(), "' has no reduction");
   ANVIL_CHECK(shape_of(acc) == shape, "tiled GPU schedule: reduction '", acc.name(), "' is ",
               list_str(shape_of(acc)), ", the output '", out.name(), "' ", list_str(shape));
-  if (acc.same_as(out)) {
-    acc = s.cache_write(out, MemoryScope::kLocal);
+
+  // Split-K: the tiling computes the parts' partial sums [parts, out...] (tiled, a root stage),
+  // then a thread per output adds them (acc, at the output's thread) and applies the epilogue.
+  int64_t k = *ir::as_const_int(s[acc].reduce_axis()[0]->dom.extent);
+  TileRule rule = tile_rule(shape, k, axes, max_k_tile);
+  int64_t parts =
+      knob(config, "k_split", k_split_rule(grid_blocks(shape, axes, rule, config), k, target));
+  ANVIL_CHECK(parts >= 1 && k % parts == 0, "tiled GPU schedule of '", out.name(), "': k_split ",
+              parts, " does not divide the reduction's extent ", k);
+  te::Tensor tiled = out;
+  std::vector<te::Tensor> keep = {out};
+  Config tile_config = config;
+  if (parts > 1) {
+    te::Stage sa = s[acc];
+    auto [ko, ki] = sa.split_nparts(sa.reduce_axis()[0], parts);
+    (void)ki;
+    tiled = s.rfactor(acc, ko, te::Schedule::FactorAt::kFirst);
+    te::IterVar thread = bind_threads(s[out], s[out].axis(), gpu_default_threads(target));
+    if (!acc.same_as(out)) {
+      s[acc].set_scope(MemoryScope::kLocal);
+      s[acc].compute_at(s[out], thread);
+      keep.push_back(acc);
+    }
+    keep.push_back(tiled);
+    acc = tiled;
+    // A k_tile that does not divide a part's length takes the largest one that does.
+    tile_config["k_tile"] = largest_divisor(k / parts, knob(config, "k_tile", rule.k_tile));
+  }
+  if (acc.same_as(tiled)) {
+    acc = s.cache_write(tiled, MemoryScope::kLocal);
   } else {
     s[acc].set_scope(MemoryScope::kLocal);
   }
+  keep.push_back(acc);
   // Shared copies of what acc reads (as scheduled: a producer already inlined is not read), made
   // before the remaining producers are inlined into them.
   std::vector<te::Tensor> reads;
@@ -182,17 +262,16 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   for (const te::Stage& st : s.stages())
     if (te::reads_buffer(body, st.tensor()->buffer.get()) && !(global && global(st.tensor())))
       reads.push_back(st.tensor());
-  std::vector<te::Tensor> shared;
-  for (const te::Tensor& in : reads)
-    shared.push_back(s.cache_read(in, MemoryScope::kShared, {acc}));
+  for (const te::Tensor& in : reads) keep.push_back(s.cache_read(in, MemoryScope::kShared, {acc}));
+  std::vector<te::Tensor> shared(keep.end() - static_cast<std::ptrdiff_t>(reads.size()),
+                                 keep.end());
   for (te::Stage& st : s.stages()) {
     te::Tensor t = st.tensor();
-    bool keep = !t.is_compute() || t.same_as(out) || t.same_as(acc) ||
-                std::any_of(shared.begin(), shared.end(),
-                            [&](const te::Tensor& c) { return c.same_as(t); });
-    if (!keep) st.compute_inline();
+    if (t.is_compute() &&
+        std::none_of(keep.begin(), keep.end(), [&](const te::Tensor& c) { return c.same_as(t); }))
+      st.compute_inline();
   }
-  tile_gpu(s, out, acc, shared, axes, max_k_tile, config);
+  tile_gpu(s, tiled, acc, shared, axes, max_k_tile, tile_config);
 }
 
 void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,

@@ -65,11 +65,17 @@ struct GpuTileAxis {
 //     block together (cooperative fetching), its producers (padding, packing) inlined into the
 //     copy; knob "double_buffer" (0/1) double-buffers those copies. Tensors for which `global`
 //     returns true are read from global memory instead (inlined when computed).
-// Throws anvil::Error naming the knob when a thread count does not divide its axis,
+//   - split-K (knob "k_split", parts of the first reduction axis): the tiling computes each
+//     part's partial sums ([parts, out...], the parts fused into blockIdx.z with the leading
+//     axes) into global memory, then a kernel of a thread per output adds the parts and applies
+//     the epilogue. The rule splits when the tiling launches fewer blocks than the target has
+//     multiprocessors: the fewest parts of 2, 4, 8, 16 (each at least 16 long) that reach it.
+//     A k_tile that does not divide a part takes the largest divisor of the part below it.
+// Throws anvil::Error naming the knob when a thread count or k_split does not divide its axis,
 // and when the function is not of this form.
 void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
                         const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
-                        const Config& config,
+                        const Target& target, const Config& config,
                         const std::function<bool(const te::Tensor&)>& global = nullptr);
 
 // The tiling of schedule_gpu_tiled on its own, for a schedule that makes the stages itself: `out`
@@ -81,9 +87,10 @@ void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,
               int64_t max_k_tile, const Config& config);
 
 // The knobs of schedule_gpu_tiled for an output of shape `out` whose first reduction axis has
-// extent `k`; each knob's first value is the default rule's.
+// extent `k`; each knob's first value is the default rule's. `split_k`: with "k_split" (when k
+// allows a split), for schedule_gpu_tiled; tile_gpu alone has none.
 ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
                             const std::vector<GpuTileAxis>& axes, int64_t max_k_tile,
-                            const Target& target);
+                            const Target& target, bool split_k = true);
 
 }  // namespace anvil::ops

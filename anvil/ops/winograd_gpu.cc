@@ -56,7 +56,7 @@ int64_t winograd_tile_gpu(int64_t out_height, int64_t out_width) {
 }
 
 ConfigSpace winograd_space_gpu(int64_t a, int64_t P, int64_t O, int64_t C, const Target& target) {
-  return gpu_tiled_space({a, a, P, O}, C, gemm_axes(), kMaxKTile, target);
+  return gpu_tiled_space({a, a, P, O}, C, gemm_axes(), kMaxKTile, target, false);
 }
 
 void winograd_schedule_gpu(te::Schedule& s, const std::vector<te::Tensor>& outs, const Attrs&,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -177,6 +178,19 @@ std::vector<std::string> split_commas(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// The multiprocessors of a CUDA architecture's data-center part (V100, A100, H100 SXM and H200),
+// 0 when the architecture has no one figure.
+int64_t published_multiprocessors(const std::string& arch) {
+  if (arch == "sm_70") return 80;
+  if (arch == "sm_80") return 108;
+  if (arch == "sm_90") return 132;
+  return 0;
+}
+
+}  // namespace
+
 Target Target::parse(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string word;
@@ -205,6 +219,7 @@ Target Target::parse(std::string_view text) {
                 "': ", key, " must be a positive integer, not '", value, "'");
     return n;
   };
+  std::optional<int64_t> multiprocessors;
   while (in >> word) {
     size_t eq = word.find('=');
     std::string key = word.substr(0, eq);
@@ -222,10 +237,12 @@ Target Target::parse(std::string_view text) {
         t.max_threads_per_block = positive(key, value);
       } else if (key == "-max-shared-memory") {
         t.max_shared_memory = positive(key, value);
+      } else if (key == "-multiprocessors") {
+        multiprocessors = positive(key, value);
       } else {
         ANVIL_FAIL("target '", text, "': unknown option '", key,
                    "' (known: ", t.kind == Kind::kCUDA ? "-arch, " : "",
-                   "-max-threads, -max-shared-memory)");
+                   "-max-threads, -max-shared-memory, -multiprocessors)");
       }
     } else if (key == "-mcpu") {
       t.mcpu = value;
@@ -252,7 +269,10 @@ Target Target::parse(std::string_view text) {
                  "' (known: -mcpu, -mtriple, -mattr, -threads, -vector-bits)");
     }
   }
-  if (!t.is_gpu()) {
+  if (t.is_gpu()) {
+    t.multiprocessors =
+        multiprocessors.value_or(t.kind == Kind::kCUDA ? published_multiprocessors(t.arch) : 0);
+  } else {
     if (t.triple.empty() && (t.mcpu.empty() || t.mcpu == "native")) {
       static const Target host = host_machine();
       const int given_bits = t.vector_bits;
@@ -355,7 +375,8 @@ std::string Target::describe() const {
   os << "target: " << str() << "\n";
   if (is_gpu()) {
     os << "threads per block: " << max_threads_per_block
-       << "\nshared memory per block: " << bytes(max_shared_memory) << "\n";
+       << "\nshared memory per block: " << bytes(max_shared_memory) << "\nmultiprocessors: "
+       << (multiprocessors > 0 ? std::to_string(multiprocessors) : std::string("unknown")) << "\n";
     return os.str();
   }
   const char* source = machine_source == "host"    ? "detected on this host"
@@ -408,6 +429,9 @@ std::string Target::str() const {
     os << (kind == Kind::kCUDA ? "cuda" : "opencl");
     if (!arch.empty()) os << " -arch=" << arch;
     os << " -max-threads=" << max_threads_per_block << " -max-shared-memory=" << max_shared_memory;
+    // Only when it is not the architecture's figure, so that records name a target as before.
+    if (multiprocessors != (kind == Kind::kCUDA ? published_multiprocessors(arch) : 0))
+      os << " -multiprocessors=" << multiprocessors;
     return os.str();
   }
   os << (kind == Kind::kC ? "c" : "llvm");

@@ -48,6 +48,11 @@ struct Target {
   std::string arch;
   int64_t max_threads_per_block = 0;
   int64_t max_shared_memory = 0;
+  // The multiprocessors (CUDA SMs, OpenCL compute units) that run blocks at once: schedules
+  // split a reduction when a kernel would launch fewer blocks than this. -multiprocessors=N,
+  // else the published figure of the architecture's data-center part (sm_70: 80, sm_80: 108,
+  // sm_90: 132); 0 (unknown: no split unless tuned) for other architectures and for opencl.
+  int64_t multiprocessors = 0;
 
   bool is_gpu() const { return kind == Kind::kCUDA || kind == Kind::kOpenCL; }
   // Whether the machine facts are this host's (detected, and the peak measurable).

@@ -382,9 +382,11 @@ Tensor Schedule::cache_write(const Tensor& t, MemoryScope scope) {
   return cache;
 }
 
-Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
+Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis, FactorAt at) {
   int index = index_of(t, "rfactor");
   StageState& st = s_->stages[static_cast<size_t>(index)];
+  // Where the factored dimension goes among the new stage's dimensions.
+  const size_t pos = at == FactorAt::kFirst ? 0 : st.axis.size();
   const Reduce* reduce = st.body.as<Reduce>();
   ANVIL_CHECK(reduce, "rfactor: '", t.name(), "' is not a reduction");
   ANVIL_CHECK(axis.defined() && axis->kind == IterKind::kReduce &&
@@ -409,12 +411,13 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
     extent[sp->inner.get()] = f;
     extent[sp->outer.get()] = (n + f - 1) / f;
   }
-  // Fresh variables: the new stage's axes, `axis` as its last dimension, the other reduction
-  // leaves as its reduction axes.
+  // Fresh variables: the new stage's axes, `axis` as its first or last dimension, the other
+  // reduction leaves as its reduction axes.
   std::vector<IterVar> new_axis = fresh_axes(st.axis);
   Var factored(axis->var.name(), axis->var.type());
-  new_axis.push_back(IterVar::make(
-      factored, Range::make(0, static_cast<int>(extent.at(axis.get()))), IterKind::kDataPar));
+  new_axis.insert(new_axis.begin() + static_cast<std::ptrdiff_t>(pos),
+                  IterVar::make(factored, Range::make(0, static_cast<int>(extent.at(axis.get()))),
+                                IterKind::kDataPar));
   VarMap leaf_value;
   std::vector<IterVar> new_reduce;
   for (const IterVar& l : st.leaf) {
@@ -444,7 +447,8 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
     }
   }
   VarMap map;
-  for (size_t d = 0; d < st.axis.size(); ++d) map[st.axis[d]->var.get()] = new_axis[d]->var;
+  for (size_t d = 0; d < st.axis.size(); ++d)
+    map[st.axis[d]->var.get()] = new_axis[d < pos ? d : d + 1]->var;
   for (const IterVar& r : st.reduce_axis) map[r->var.get()] = value.at(r.get());
   Expr source = substitute(reduce->source, map);
   Expr condition = substitute(reduce->condition, map) && guard;
@@ -452,7 +456,8 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
                   ? select(condition, source, reduce->combiner->identity)
                   : Expr(Reduce::make(reduce->combiner, source, new_reduce, condition));
   std::vector<Expr> shape = t->shape;
-  shape.push_back(static_cast<int>(extent.at(axis.get())));
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(pos),
+               Expr(static_cast<int>(extent.at(axis.get()))));
   Tensor rf = make_compute(t.name() + ".rf", shape, new_axis, body, inputs_of(t));
 
   // t now reduces the partial results over one axis.
@@ -461,7 +466,7 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis) {
                     Range::make(0, static_cast<int>(extent.at(axis.get()))), IterKind::kReduce);
   std::vector<Expr> indices;
   for (const IterVar& iv : st.axis) indices.push_back(iv->var);
-  indices.push_back(kv->var);
+  indices.insert(indices.begin() + static_cast<std::ptrdiff_t>(pos), kv->var);
   st.body = Reduce::make(reduce->combiner, Load::make(rf->buffer, indices), {kv});
   st.reduce_axis = {kv};
   st.relations.clear();

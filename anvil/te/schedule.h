@@ -151,9 +151,11 @@ class Schedule {
   Tensor cache_write(const Tensor& t, ir::MemoryScope scope);
 
   // Factors the reduction of t over `axis` (a reduction loop of t's stage, e.g. the inner part
-  // of a split reduction axis) into a new stage whose last dimension is `axis`, data-parallel;
-  // t then reduces those partial results over one axis. Returns the new tensor.
-  Tensor rfactor(const Tensor& t, const IterVar& axis);
+  // of a split reduction axis) into a new stage whose last (or, with FactorAt::kFirst, first)
+  // dimension is `axis`, data-parallel; t then reduces those partial results over one axis.
+  // Returns the new tensor.
+  enum class FactorAt { kLast, kFirst };
+  Tensor rfactor(const Tensor& t, const IterVar& axis, FactorAt at = FactorAt::kLast);
 
   const ScheduleState& state() const { return *s_; }
 

@@ -243,6 +243,69 @@ TEST(GpuSchedule, TheDefaultScheduleIsTunable) {
   EXPECT_NE(e.find("threads 512 is outside [1, 256]"), std::string::npos) << e;
 }
 
+// Split-K: a late layer's shape (few output tiles, a long reduction) on a target with more
+// multiprocessors than the tiling has blocks. The rule splits; every split of the space matches
+// the reference through OpenCL, with an epilogue (bias) and without (the output is the sum); the
+// split makes one more kernel (the parts' sums) and the partial sums a global temporary.
+TEST(GpuSchedule, SplitKForFewBlocks) {
+  using V = std::vector<int64_t>;
+  const std::vector<Case> late = {
+      {"conv2d",
+       {{{1, 64, 8, 8}, f32}, {{32, 64, 3, 3}, f32}, {{32}, f32}},
+       conv_attrs("conv2d", {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}),
+       64 * 9},
+      {"dense", {{{8, 256}, f32}, {{24, 256}, f32}}, Attrs("dense", {}), 256},
+  };
+  const Target many = Target::parse("opencl -multiprocessors=64");
+  EXPECT_EQ(many.str(), "opencl -max-threads=256 -max-shared-memory=32768 -multiprocessors=64");
+  EXPECT_EQ(Target::parse("cuda -arch=sm_90").multiprocessors, 132);
+  EXPECT_EQ(Target::parse("cuda -arch=sm_90").str(),
+            "cuda -arch=sm_90 -max-threads=1024 -max-shared-memory=49152");
+  for (const Case& c : late) {
+    SCOPED_TRACE(c.op + " " + to_string(c.types[0]) + " x " + to_string(c.types[1]));
+    ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, many);
+    ASSERT_EQ(space.back().name, "k_split");
+    const std::vector<int64_t>& parts = space.back().values;
+    EXPECT_GT(parts[0], 1) << "the rule does not split";
+    // Without a multiprocessor count the rule does not split (the knob is still there).
+    ConfigSpace unknown = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+    ASSERT_EQ(unknown.back().name, "k_split");
+    EXPECT_EQ(unknown.back().values[0], 1);
+    for (int64_t p : parts) {
+      SCOPED_TRACE("k_split=" + std::to_string(p));
+      Config config = autotune::config_at(space, 0);
+      config["k_split"] = p;
+      ir::LoweredFunc unused = check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
+      (void)unused;
+      // The kernels: the tiled one, and with a split the one adding the parts.
+      const OpDef& def = lookup(c.op);
+      std::vector<te::Tensor> ins;
+      for (size_t i = 0; i < c.types.size(); ++i)
+        ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
+      std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
+      te::Schedule s(outs);
+      def.schedule_gpu(s, outs, c.attrs, many, config);
+      std::vector<te::Tensor> args = ins;
+      args.insert(args.end(), outs.begin(), outs.end());
+      ir::DeviceFunc f = lower_gpu(s, args, "split", many);
+      EXPECT_EQ(f.kernels.size(), p > 1 ? 2u : 1u);
+      EXPECT_EQ(f.temps.size(), p > 1 ? 1u : 0u);
+    }
+  }
+  // A split that does not divide the reduction is refused, naming the knob.
+  const Case& c = late[0];
+  const OpDef& def = lookup(c.op);
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < c.types.size(); ++i)
+    ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
+  std::string e = testing::user_error([&] {
+    te::Schedule s(outs);
+    def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"k_split", 3}});
+  });
+  EXPECT_NE(e.find("k_split 3 does not divide the reduction's extent 64"), std::string::npos) << e;
+}
+
 TEST(GpuSchedule, DefaultsAreTheFirstValues) {
   // conv2d 16 -> 32 at 14x14: 4 channel threads x 4 channels, 7 x 7 pixel threads, k_tile 8.
   Case c = cases()[0];

@@ -171,6 +171,31 @@ TEST_F(ScheduleTest, RfactorSum) {
   }
 }
 
+// The factored axis first (split-K): the partial results are [parts, m], the outer part of the
+// split reduction; a split that does not divide the axis guards its tail.
+TEST_F(ScheduleTest, RfactorFirstAxis) {
+  for (int trial = 0; trial < 4; ++trial) {
+    int m = draw(1, 12), n = draw(1, 100), parts = draw(1, 6);
+    Tensor A = placeholder({m, n}, DataType::Float32(), "A");
+    IterVar r = reduce_axis(n, "r");
+    Tensor S = compute(
+        {m}, [&](Var i) { return sum(A(i, r->var), {r}); }, "S");
+    Schedule s({S});
+    auto [ro, ri] = s[S].split_nparts(r, parts);
+    Tensor RF = s.rfactor(S, ro, Schedule::FactorAt::kFirst);
+    int64_t got_parts = *ir::as_const_int(RF->shape[0]);
+    EXPECT_EQ(got_parts, (n + (n + parts - 1) / parts - 1) / ((n + parts - 1) / parts));
+    EXPECT_EQ(*ir::as_const_int(RF->shape[1]), m);
+    auto v = random_values({A, S}, 500 + trial);
+    std::vector<float> ref(static_cast<size_t>(m), 0.0f);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) ref[i] += v[0][i * n + j];
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << " in " << parts);
+    check_both(s, {A, S}, v, 1, ref);
+    (void)ri;
+  }
+}
+
 TEST_F(ScheduleTest, MaxReductionWithStorageAlignAndPragma) {
   int m = draw(3, 17), n = draw(3, 19);
   Tensor A = placeholder({m, n}, DataType::Float32(), "A");
