@@ -111,6 +111,34 @@ TEST(Target, MachineFactsStayOutOfTheText) {
   EXPECT_EQ(narrow.l2_bytes, Target::host().l2_bytes);
 }
 
+// GPU targets: the multiprocessors split-K aims to fill, the architecture's figure by default
+// (and then not in the text, so records keep naming the target as before), else as given.
+TEST(Target, GpuMultiprocessors) {
+  EXPECT_EQ(Target::parse("cuda").multiprocessors, 132);
+  EXPECT_EQ(Target::parse("cuda -arch=sm_80").multiprocessors, 108);
+  EXPECT_EQ(Target::parse("cuda -arch=sm_86").multiprocessors, 0);
+  EXPECT_EQ(Target::parse("opencl").multiprocessors, 0);
+  for (const char* text : {"cuda -arch=sm_90", "cuda -arch=sm_90 -multiprocessors=114",
+                           "cuda -arch=sm_86 -multiprocessors=84", "opencl -multiprocessors=16",
+                           "cuda -arch=sm_90 -multiprocessors=132"}) {
+    Target t = Target::parse(text);
+    EXPECT_EQ(Target::parse(t.str()), t) << text;
+  }
+  EXPECT_EQ(Target::parse("cuda -arch=sm_90 -multiprocessors=132").str(),
+            "cuda -arch=sm_90 -max-threads=1024 -max-shared-memory=49152");
+  EXPECT_EQ(Target::parse("cuda -multiprocessors=114 -arch=sm_90").str(),
+            "cuda -arch=sm_90 -max-threads=1024 -max-shared-memory=49152 -multiprocessors=114");
+  try {
+    Target::parse("opencl -multiprocessors=0");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-multiprocessors must be a positive integer, not '0'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(Target::parse("cuda").describe().find("multiprocessors: 132"), std::string::npos);
+}
+
 TEST(Target, DescribeNamesEveryFact) {
   std::string d = Target::parse("llvm -mcpu=znver4").describe();
   for (const char* part :
