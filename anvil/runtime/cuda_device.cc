@@ -81,6 +81,8 @@ struct Driver {
   CUresult (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemAllocHost_v2)(void** pointer, size_t bytes);
+  CUresult (*cuMemFreeHost)(void* pointer);
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
   CUresult (*cuStreamDestroy_v2)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
@@ -130,6 +132,8 @@ Driver load_driver(void* library) {
   ANVIL_RESOLVE(cuMemcpyDtoH_v2);
   ANVIL_RESOLVE(cuMemcpyHtoDAsync_v2);
   ANVIL_RESOLVE(cuMemcpyDtoHAsync_v2);
+  ANVIL_RESOLVE(cuMemAllocHost_v2);
+  ANVIL_RESOLVE(cuMemFreeHost);
   ANVIL_RESOLVE(cuStreamCreate);
   ANVIL_RESOLVE(cuStreamDestroy_v2);
   ANVIL_RESOLVE(cuStreamSynchronize);
@@ -252,6 +256,39 @@ class CudaDevice final : public Device {
                                          static_cast<CUstream>(stream));
     if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoHAsync_v2", r);
     synchronize(stream);
+  }
+
+  bool pins_host_memory() const override { return true; }
+  void* alloc_host(size_t bytes) override {
+    bind();
+    void* p = nullptr;
+    CUresult r = d_.cuMemAllocHost_v2(&p, bytes ? bytes : 1);
+    if (r != CUDA_SUCCESS)
+      throw error("cannot allocate " + std::to_string(bytes) + " bytes of page-locked host memory",
+                  "cuMemAllocHost_v2", r);
+    return p;
+  }
+  void free_host(void* data) override {
+    if (data == nullptr) return;
+    bind();
+    CUresult r = d_.cuMemFreeHost(data);
+    if (r != CUDA_SUCCESS) throw error("cannot free page-locked host memory", "cuMemFreeHost", r);
+  }
+  void copy_to_device_async(void* data, uint64_t offset, const void* src, size_t bytes,
+                            Stream stream) override {
+    if (bytes == 0) return;
+    bind();
+    CUresult r = d_.cuMemcpyHtoDAsync_v2(device_pointer(data) + offset, src, bytes,
+                                         static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error(copy_what("to", bytes, offset), "cuMemcpyHtoDAsync_v2", r);
+  }
+  void copy_from_device_async(void* dst, const void* data, uint64_t offset, size_t bytes,
+                              Stream stream) override {
+    if (bytes == 0) return;
+    bind();
+    CUresult r = d_.cuMemcpyDtoHAsync_v2(dst, device_pointer(data) + offset, bytes,
+                                         static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) throw error(copy_what("from", bytes, offset), "cuMemcpyDtoHAsync_v2", r);
   }
 
   void synchronize(Stream stream) override {

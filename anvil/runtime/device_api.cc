@@ -2,7 +2,9 @@
 // device workspace). The drivers themselves are in cuda_device.cc and opencl_device.cc.
 #include "anvil/runtime/device_api.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -93,6 +95,17 @@ void Device::set_for_testing(DLDeviceType type, Device* device) {
 
 void Device::reset_for_testing(DLDeviceType type) {
   slot_of(type).for_testing = nullptr;
+}
+
+void* Device::alloc_host(size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  if (p == nullptr)
+    throw std::runtime_error(name() + ": cannot allocate " + std::to_string(bytes) +
+                             " bytes of host memory");
+  return p;
+}
+void Device::free_host(void* data) {
+  std::free(data);
 }
 
 void Device::begin_capture(Stream) {

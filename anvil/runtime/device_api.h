@@ -97,6 +97,25 @@ class Device {
   virtual Stream create_stream() = 0;
   virtual void destroy_stream(Stream stream) = 0;
 
+  // Host memory for staging copies: page-locked where the device has it (CUDA: cuMemAllocHost),
+  // so that copies from and to it go without the driver's own staging, need not wait, and a
+  // graph records them; ordinary host memory elsewhere (pins_host_memory() false). alloc_host
+  // throws std::runtime_error naming the size; free_host(nullptr) does nothing.
+  virtual bool pins_host_memory() const { return false; }
+  virtual void* alloc_host(size_t bytes);
+  virtual void free_host(void* data);
+  // Copies between host memory from alloc_host and device memory on `stream`, in order with the
+  // work there; where the host memory is pinned they return without waiting (a graph records
+  // them), elsewhere they are copy_to_device and copy_from_device.
+  virtual void copy_to_device_async(void* data, uint64_t offset, const void* src, size_t bytes,
+                                    Stream stream) {
+    copy_to_device(data, offset, src, bytes, stream);
+  }
+  virtual void copy_from_device_async(void* dst, const void* data, uint64_t offset, size_t bytes,
+                                      Stream stream) {
+    copy_from_device(dst, data, offset, bytes, stream);
+  }
+
   // Copies `bytes` between two device arrays on `stream`, in order with the work there, without
   // waiting for it (a graph records it). Throws std::runtime_error with the driver's error.
   virtual void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
@@ -148,6 +167,33 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     try {
       if (data_) device_->free(data_);
+    } catch (...) {
+    }
+  }
+  void* data() const { return data_; }
+
+ private:
+  Device* device_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Staging host memory (Device::alloc_host) owned by one object: freed (errors ignored) when it
+// goes.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(Device& device, size_t bytes) : device_(&device), data_(device.alloc_host(bytes)) {}
+  HostBuffer(HostBuffer&& o) noexcept : device_(o.device_), data_(o.data_) { o.data_ = nullptr; }
+  HostBuffer& operator=(HostBuffer&& o) noexcept {
+    std::swap(device_, o.device_);
+    std::swap(data_, o.data_);
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer() {
+    try {
+      if (data_) device_->free_host(data_);
     } catch (...) {
     }
   }

@@ -150,7 +150,12 @@ struct Replay {
   std::unique_ptr<RunState> run;        // the recorded run's arrays, kept for the graph
   PooledBuffer arena;
   std::vector<PooledBuffer> input_buffers;  // for host inputs, one per p.inputs
-  std::vector<Place> bound, wanted;         // inputs, then outputs: as recorded, as asked now
+  // Host arrays through a device that pins host memory: staged in page-locked buffers of the
+  // replay's own, one per input and output, whose copies the recording holds with the kernels.
+  bool staged = false;
+  std::vector<HostBuffer> host_inputs, host_outputs;
+  std::vector<size_t> input_bytes, output_bytes;
+  std::vector<Place> bound, wanted;  // inputs, then outputs: as recorded, as asked now
   DeviceGraph graph = nullptr;
   bool recording_failed = false;  // launch kernel by kernel from then on
   DeviceRunCounts counts;
@@ -161,6 +166,8 @@ struct Replay {
       if (stream) device->synchronize(stream);
       run.reset();
       input_buffers.clear();
+      host_inputs.clear();
+      host_outputs.clear();
       arena = PooledBuffer();
       if (own_stream) device->destroy_stream(own_stream);
     } catch (...) {
@@ -196,11 +203,22 @@ struct StreamPools {
     made->pool = std::make_unique<WorkspacePool>(*p.device);
     if (p.arena_bytes > 0)
       made->arena = PooledBuffer(*made->pool, static_cast<size_t>(p.arena_bytes));
-    if (!device_arrays)  // the caller's arrays are read where they are
-      for (int32_t in : p.inputs)
-        made->input_buffers.emplace_back(
-            *made->pool, static_cast<size_t>(std::max<int64_t>(
-                             tensor_bytes(p.slots[in].shape, p.slots[in].dtype), 1)));
+    auto bytes = [&](int32_t s) {
+      return static_cast<size_t>(
+          std::max<int64_t>(tensor_bytes(p.slots[s].shape, p.slots[s].dtype), 0));
+    };
+    if (!device_arrays) {  // the caller's arrays are read where they are
+      made->staged = p.device->pins_host_memory();
+      for (int32_t in : p.inputs) {
+        made->input_bytes.push_back(bytes(in));
+        made->input_buffers.emplace_back(*made->pool, std::max<size_t>(bytes(in), 1));
+        if (made->staged) made->host_inputs.emplace_back(*p.device, bytes(in));
+      }
+      for (int32_t out : p.outputs) {
+        made->output_bytes.push_back(bytes(out));
+        if (made->staged) made->host_outputs.emplace_back(*p.device, bytes(out));
+      }
+    }
     made->wanted.resize(p.inputs.size() + p.outputs.size());
     return *replays.emplace(std::make_pair(stream, device_arrays), std::move(made)).first->second;
   }
@@ -331,11 +349,21 @@ void run_replay(const GraphProgram& p, Replay& r, const std::vector<const DLTens
   for (size_t i = 0; i < p.inputs.size(); ++i)
     r.run->place(p, device, static_cast<size_t>(p.inputs[i]), r.wanted[i].data, r.wanted[i].offset);
   auto launch = [&] {
+    if (r.staged)
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        device.copy_to_device_async(r.input_buffers[i].data(), 0, r.host_inputs[i].data(),
+                                    r.input_bytes[i], r.stream);
     launch_calls(p, device, context, *r.pool, *r.run, nullptr);
     check_outputs_ready(p, *r.run);
     if (outputs)
       for (size_t i = 0; i < outputs->size(); ++i)
         copy_output(p, device, *r.run, i, *(*outputs)[i], r.stream);
+    if (r.staged)
+      for (size_t i = 0; i < p.outputs.size(); ++i) {
+        const DLTensor& from = r.run->views[p.outputs[i]];
+        device.copy_from_device_async(r.host_outputs[i].data(), from.data, from.byte_offset,
+                                      r.output_bytes[i], r.stream);
+      }
   };
   if (r.counts.eager_runs == 0 || r.recording_failed) {
     try {
@@ -378,25 +406,34 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
   if (!call_seconds && replays(p)) {
     Replay& r = p.pools->replay(p, stream, /*device_arrays=*/false);
     std::lock_guard<std::mutex> lock(r.mutex);
+    // Staged: the inputs into the pinned buffers (the last run is done with them), the copies
+    // on from there in the run itself. Else copied to the device before the run.
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const NDArray& in = inputs[p.slots[p.inputs[i]].offset];
-      if (in.nbytes() > 0)
+      if (r.staged && in.nbytes() > 0) {
+        std::memcpy(r.host_inputs[i].data(), in.data(), in.nbytes());
+      } else if (in.nbytes() > 0) {
         device.copy_to_device(r.input_buffers[i].data(), 0, in.data(), in.nbytes(), r.stream);
+      }
       r.wanted[i] = Place{r.input_buffers[i].data(), 0};
     }
     for (size_t i = p.inputs.size(); i < r.wanted.size(); ++i) r.wanted[i] = Place{};
     run_replay(p, r, nullptr);
     std::vector<NDArray> results;
-    for (int32_t o : p.outputs) {
-      const GraphProgram::Slot& slot = p.slots[o];
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      const GraphProgram::Slot& slot = p.slots[p.outputs[i]];
       NDArray c = NDArray::empty(slot.shape, slot.dtype);
       // The last run's arrays (a replay writes the recorded addresses).
-      const DLTensor& from = r.run->views[o];
-      if (c.nbytes() > 0)
+      const DLTensor& from = r.run->views[p.outputs[i]];
+      if (!r.staged && c.nbytes() > 0)
         device.copy_from_device(c.data(), from.data, from.byte_offset, c.nbytes(), r.stream);
       results.push_back(c);
     }
     device.synchronize(r.stream);
+    if (r.staged)
+      for (size_t i = 0; i < p.outputs.size(); ++i)
+        if (results[i].nbytes() > 0)
+          std::memcpy(results[i].data(), r.host_outputs[i].data(), results[i].nbytes());
     return results;
   }
 

@@ -13,6 +13,11 @@
 // refuses work on the legacy default stream and context-wide waits from other threads of the
 // process: a program that runs a model from several threads gives each thread a stream of its
 // own (Model::run(inputs, stream)).
+//
+// Host arrays (Model::run) on a device that pins host memory (CUDA) are staged in page-locked
+// buffers of the replay's own: the caller's inputs are copied into them on the host, and the
+// copies to the device and back are issued on the stream with the kernels, so the recording
+// holds them and a replayed run is one graph launch and one wait.
 #pragma once
 
 #include <cstdint>

@@ -69,7 +69,7 @@ class FakeDevice final : public Device {
     size_t bytes = 0;
   };
 
-  explicit FakeDevice(bool graphs) : graphs_(graphs) {}
+  FakeDevice(bool graphs, bool pins) : graphs_(graphs), pins_(pins) {}
 
   DLDevice dl_device() const override { return DLDevice{kDLCUDA, 0}; }
   std::string name() const override { return "fake"; }
@@ -84,12 +84,38 @@ class FakeDevice final : public Device {
   void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes,
                       Stream stream) override {
     EXPECT_FALSE(capturing_ && stream == captured_) << "a host copy inside a recording";
+    ++waiting_copies;
     std::memcpy(static_cast<char*>(data) + offset, src, bytes);
   }
   void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes,
                         Stream stream) override {
     EXPECT_FALSE(capturing_ && stream == captured_) << "a host copy inside a recording";
+    ++waiting_copies;
     std::memcpy(dst, static_cast<const char*>(data) + offset, bytes);
+  }
+  // Pinned host memory (when the device pins): plain host memory, counted; copies from and to it
+  // are work on the stream, recorded like kernels.
+  bool pins_host_memory() const override { return pins_; }
+  void* alloc_host(size_t bytes) override {
+    EXPECT_TRUE(pins_) << "staging buffers on a device that does not pin";
+    ++host_allocs;
+    return Device::alloc_host(bytes);
+  }
+  void copy_to_device_async(void* data, uint64_t offset, const void* src, size_t bytes,
+                            Stream stream) override {
+    Op op;
+    op.dst = static_cast<char*>(data) + offset;
+    op.src = src;
+    op.bytes = bytes;
+    issue(std::move(op), stream);
+  }
+  void copy_from_device_async(void* dst, const void* data, uint64_t offset, size_t bytes,
+                              Stream stream) override {
+    Op op;
+    op.dst = dst;
+    op.src = static_cast<const char*>(data) + offset;
+    op.bytes = bytes;
+    issue(std::move(op), stream);
   }
   void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
                       size_t bytes, Stream stream) override {
@@ -141,7 +167,7 @@ class FakeDevice final : public Device {
   }
 
   bool refuse_recording = false;
-  int64_t allocs = 0, direct_launches = 0, graph_launches = 0;
+  int64_t allocs = 0, direct_launches = 0, graph_launches = 0, waiting_copies = 0, host_allocs = 0;
   intptr_t streams_made = 0;
   std::vector<std::vector<Op>> graphs_made;
 
@@ -165,7 +191,7 @@ class FakeDevice final : public Device {
     }
   }
 
-  bool graphs_;
+  bool graphs_, pins_;
   bool capturing_ = false;
   Stream captured_ = nullptr;
   std::vector<Op> recording_;
@@ -212,7 +238,7 @@ struct Program {
   DeviceContext context{&device, &module};
   GraphProgram p;
 
-  explicit Program(bool graphs) : device(graphs) {
+  explicit Program(bool graphs, bool pins = false) : device(graphs, pins) {
     Device::set_for_testing(kDLCUDA, &device);
     auto slot = [](const char* name, GraphProgram::Storage storage, int64_t offset) {
       GraphProgram::Slot s;
@@ -282,6 +308,33 @@ TEST(DeviceGraph, FirstRunLaunchesThenOneRecordingThenReplays) {
   EXPECT_EQ(prog.device.direct_launches, 3);
   EXPECT_EQ(prog.device.allocs, allocs);   // replays allocate no device memory
   EXPECT_EQ(prog.device.streams_made, 1);  // its own stream: the null stream cannot record
+}
+
+// A device that pins host memory: runs through the host stage their arrays in page-locked
+// buffers of the replay's own (allocated once), and the copies from and to them are part of the
+// recording, so that a replayed run is one graph launch and no copy that waits.
+TEST(DeviceGraph, HostArraysAreStagedInPinnedBuffersAndRecorded) {
+  Program prog(/*graphs=*/true, /*pins=*/true);
+  EXPECT_EQ(prog.run(kX), kY);
+  EXPECT_EQ(prog.device.host_allocs, 2);  // the input's and the output's
+  EXPECT_EQ(prog.run({0, 0, 0, 0}), std::vector<float>({2, 2, 2, 2}));
+  ASSERT_EQ(prog.device.graphs_made.size(), 1u);
+  const std::vector<FakeDevice::Op>& g = prog.device.graphs_made[0];
+  ASSERT_EQ(g.size(), 5u);  // the input's copy, three kernels, the output's copy
+  EXPECT_TRUE(g.front().kernel.empty());
+  EXPECT_TRUE(g.back().kernel.empty());
+  const int64_t allocs = prog.device.allocs;
+  for (float v : {5.0f, -1.0f, 0.5f}) {
+    std::vector<float> y = prog.run({v, v, v, v});
+    EXPECT_EQ(y, std::vector<float>(4, 2 * (v + 1))) << v;
+  }
+  DeviceRunCounts c = device_run_counts(prog.p);
+  EXPECT_EQ(c.captures, 1);
+  EXPECT_EQ(c.graph_launches, 4);
+  EXPECT_EQ(prog.device.direct_launches, 3);  // the first run's
+  EXPECT_EQ(prog.device.waiting_copies, 0);
+  EXPECT_EQ(prog.device.host_allocs, 2);
+  EXPECT_EQ(prog.device.allocs, allocs);
 }
 
 TEST(DeviceGraph, DeviceArraysReplayWithoutAllocatingAndRecordAgainWhenTheyChange) {
