@@ -5,15 +5,23 @@
 // Device 0 is the first GPU of the first platform that has one, else the first device of any
 // kind (PoCL's CPU device on a machine without a GPU). One context and one in-order command
 // queue: kernels and copies run in the order they are issued.
+//
+// Graphs: where the device offers cl_khr_command_buffer at a revision whose entry points have
+// the signatures below (0.9.0 to 0.9.4; PoCL 3.1 has 0.9.0), a capture records the kernels and
+// device copies issued to a queue into a command buffer (each waiting for the one before, as the
+// queue would run them), and launch_graph enqueues it whole. Elsewhere supports_graphs() is false
+// and every run launches kernel by kernel.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -52,7 +60,8 @@ constexpr cl_int kPlatformNotFoundKhr = -1001;
   X(clGetKernelInfo)              \
   X(clReleaseKernel)              \
   X(clSetKernelArg)               \
-  X(clEnqueueNDRangeKernel)
+  X(clEnqueueNDRangeKernel)       \
+  X(clGetExtensionFunctionAddressForPlatform)
 // clang-format on
 
 // The entry points used, each with its declared type.
@@ -133,6 +142,41 @@ cl_mem buffer_of(const void* data) {
   return static_cast<cl_mem>(const_cast<void*>(data));
 }
 
+// cl_khr_command_buffer, revisions 0.9.0 to 0.9.4 (declared here: the headers' declarations
+// follow whichever revision they were cut from).
+using cl_command_buffer_khr = struct _cl_command_buffer_khr*;
+using cl_sync_point_khr = cl_uint;
+constexpr cl_device_info kDeviceExtensionsWithVersion =
+    0x1060;           // CL_DEVICE_EXTENSIONS_WITH_VERSION
+struct NameVersion {  // cl_name_version
+  cl_uint version;
+  char name[64];
+};
+struct CommandBufferApi {
+  cl_command_buffer_khr(CL_API_CALL* create)(cl_uint num_queues, const cl_command_queue* queues,
+                                             const cl_ulong* properties, cl_int* err) = nullptr;
+  cl_int(CL_API_CALL* finalize)(cl_command_buffer_khr buffer) = nullptr;
+  cl_int(CL_API_CALL* release)(cl_command_buffer_khr buffer) = nullptr;
+  cl_int(CL_API_CALL* enqueue)(cl_uint num_queues, cl_command_queue* queues,
+                               cl_command_buffer_khr buffer, cl_uint num_events,
+                               const cl_event* events, cl_event* event) = nullptr;
+  cl_int(CL_API_CALL* ndrange)(cl_command_buffer_khr buffer, cl_command_queue queue,
+                               const cl_ulong* properties, cl_kernel kernel, cl_uint work_dim,
+                               const size_t* offset, const size_t* global, const size_t* local,
+                               cl_uint num_waits, const cl_sync_point_khr* waits,
+                               cl_sync_point_khr* sync_point, void** mutable_handle) = nullptr;
+  cl_int(CL_API_CALL* copy)(cl_command_buffer_khr buffer, cl_command_queue queue, cl_mem src,
+                            cl_mem dst, size_t src_offset, size_t dst_offset, size_t bytes,
+                            cl_uint num_waits, const cl_sync_point_khr* waits,
+                            cl_sync_point_khr* sync_point, void** mutable_handle) = nullptr;
+};
+
+// A recorded command buffer and the queue it was recorded for (a DeviceGraph).
+struct CommandGraph {
+  cl_command_buffer_khr buffer;
+  cl_command_queue queue;
+};
+
 class OpenCLDevice final : public Device {
  public:
   explicit OpenCLDevice(const Api& api) : api_(api) {}
@@ -193,6 +237,68 @@ class OpenCLDevice final : public Device {
     queue_ = api_.clCreateCommandQueue(context_, device_, 0, &err);
     if (err != CL_SUCCESS)
       throw fail("device '" + name_ + "': " + failed("clCreateCommandQueue", err));
+    load_command_buffers(platform);
+  }
+
+  // Graphs through command buffers (see the top of this file).
+  bool supports_graphs() const override { return commands_.create != nullptr; }
+  void begin_capture(Stream stream) override {
+    if (!supports_graphs()) return Device::begin_capture(stream);
+    cl_command_queue q = queue(stream);
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    if (recordings_.count(q))
+      throw std::runtime_error(prefix() + "this queue is being recorded already");
+    cl_int err = CL_SUCCESS;
+    cl_command_buffer_khr buffer = commands_.create(1, &q, nullptr, &err);
+    if (err != CL_SUCCESS)
+      throw error("cannot record a command buffer", "clCreateCommandBufferKHR", err);
+    recordings_[q] = Recording{buffer, 0, false};
+  }
+  DeviceGraph end_capture(Stream stream) override {
+    if (!supports_graphs()) return Device::end_capture(stream);
+    cl_command_queue q = queue(stream);
+    Recording r;
+    {
+      std::lock_guard<std::mutex> lock(capture_mutex_);
+      auto it = recordings_.find(q);
+      if (it == recordings_.end())
+        throw std::runtime_error(prefix() + "end_capture on a queue that is not being recorded");
+      r = it->second;
+      recordings_.erase(it);
+    }
+    cl_int err = commands_.finalize(r.buffer);
+    if (err != CL_SUCCESS) {
+      commands_.release(r.buffer);
+      throw error("cannot finish a command buffer", "clFinalizeCommandBufferKHR", err);
+    }
+    return new CommandGraph{r.buffer, q};
+  }
+  void launch_graph(DeviceGraph graph, Stream stream) override {
+    if (!supports_graphs()) return Device::launch_graph(graph, stream);
+    const CommandGraph& g = *static_cast<const CommandGraph*>(graph);
+    if (g.queue != queue(stream))
+      throw std::runtime_error(prefix() + "a command buffer runs on the queue it was recorded for");
+    cl_int err = commands_.enqueue(0, nullptr, g.buffer, 0, nullptr, nullptr);
+    if (err != CL_SUCCESS)
+      throw error("cannot run a command buffer", "clEnqueueCommandBufferKHR", err);
+  }
+  void destroy_graph(DeviceGraph graph) override {
+    if (graph == nullptr || !supports_graphs()) return;
+    auto* g = static_cast<CommandGraph*>(graph);
+    commands_.release(g->buffer);
+    delete g;
+  }
+
+  // While queue `q` is recorded: records `kernel` (its arguments as set now) into its command
+  // buffer and returns true; false when q is not being recorded.
+  bool record_kernel(cl_command_queue q, cl_kernel kernel, const size_t* global,
+                     const size_t* local) {
+    return record(q, [&](cl_command_buffer_khr b, cl_uint n, const cl_sync_point_khr* w,
+                         cl_sync_point_khr* sp) {
+      cl_int err = commands_.ndrange(b, nullptr, nullptr, kernel, 3, nullptr, global, local, n, w,
+                                     sp, nullptr);
+      if (err != CL_SUCCESS) throw std::runtime_error(failed("clCommandNDRangeKernelKHR", err));
+    });
   }
 
   DLDevice dl_device() const override { return DLDevice{kDLOpenCL, ordinal_}; }
@@ -220,6 +326,7 @@ class OpenCLDevice final : public Device {
   void copy_to_device(void* data, uint64_t offset, const void* src, size_t bytes,
                       Stream stream) override {
     if (bytes == 0) return;
+    refuse_while_recording(stream, "a copy from host memory");
     cl_int err = api_.clEnqueueWriteBuffer(queue(stream), buffer_of(data), CL_TRUE, offset, bytes,
                                            src, 0, nullptr, nullptr);
     if (err != CL_SUCCESS) throw error(copy_what("to", bytes, offset), "clEnqueueWriteBuffer", err);
@@ -228,6 +335,7 @@ class OpenCLDevice final : public Device {
   void copy_from_device(void* dst, const void* data, uint64_t offset, size_t bytes,
                         Stream stream) override {
     if (bytes == 0) return;
+    refuse_while_recording(stream, "a copy to host memory");
     cl_int err = api_.clEnqueueReadBuffer(queue(stream), buffer_of(data), CL_TRUE, offset, bytes,
                                           dst, 0, nullptr, nullptr);
     if (err != CL_SUCCESS)
@@ -235,6 +343,7 @@ class OpenCLDevice final : public Device {
   }
 
   void synchronize(Stream stream) override {
+    refuse_while_recording(stream, "a wait");
     cl_int err = api_.clFinish(queue(stream));
     if (err != CL_SUCCESS) throw error("waiting for its kernels", "clFinish", err);
   }
@@ -257,6 +366,15 @@ class OpenCLDevice final : public Device {
   void copy_on_device(void* dst, uint64_t dst_offset, const void* src, uint64_t src_offset,
                       size_t bytes, Stream stream) override {
     if (bytes == 0) return;
+    if (record(queue(stream), [&](cl_command_buffer_khr b, cl_uint n, const cl_sync_point_khr* w,
+                                  cl_sync_point_khr* sp) {
+          cl_int err = commands_.copy(b, nullptr, buffer_of(src), buffer_of(dst), src_offset,
+                                      dst_offset, bytes, n, w, sp, nullptr);
+          if (err != CL_SUCCESS)
+            throw error("recording a copy of " + std::to_string(bytes) + " bytes",
+                        "clCommandCopyBufferKHR", err);
+        }))
+      return;
     cl_int err = api_.clEnqueueCopyBuffer(queue(stream), buffer_of(src), buffer_of(dst), src_offset,
                                           dst_offset, bytes, 0, nullptr, nullptr);
     if (err != CL_SUCCESS)
@@ -302,6 +420,60 @@ class OpenCLDevice final : public Device {
     return value;
   }
 
+  // Command buffers where the device has a revision of cl_khr_command_buffer this file speaks.
+  void load_command_buffers(cl_platform_id platform) {
+    size_t size = 0;
+    if (api_.clGetDeviceInfo(device_, kDeviceExtensionsWithVersion, 0, nullptr, &size) !=
+        CL_SUCCESS)
+      return;  // an OpenCL 1.2 or 2.x device: no versions, so none is trusted
+    std::vector<NameVersion> extensions(size / sizeof(NameVersion));
+    if (api_.clGetDeviceInfo(device_, kDeviceExtensionsWithVersion, size, extensions.data(),
+                             nullptr) != CL_SUCCESS)
+      return;
+    bool usable = std::any_of(extensions.begin(), extensions.end(), [](const NameVersion& e) {
+      // CL_MAKE_VERSION: major 10 bits, minor 10 bits, patch 12 bits.
+      cl_uint major = e.version >> 22, minor = (e.version >> 12) & 0x3ff, patch = e.version & 0xfff;
+      return std::string(e.name, strnlen(e.name, sizeof e.name)) == "cl_khr_command_buffer" &&
+             major == 0 && minor == 9 && patch <= 4;
+    });
+    if (!usable) return;
+    CommandBufferApi c;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          api_.clGetExtensionFunctionAddressForPlatform(platform, name));
+      return fn != nullptr;
+    };
+    if (get(c.create, "clCreateCommandBufferKHR") &&
+        get(c.finalize, "clFinalizeCommandBufferKHR") &&
+        get(c.release, "clReleaseCommandBufferKHR") &&
+        get(c.enqueue, "clEnqueueCommandBufferKHR") &&
+        get(c.ndrange, "clCommandNDRangeKernelKHR") && get(c.copy, "clCommandCopyBufferKHR"))
+      commands_ = c;
+  }
+
+  // Host copies and waits run when issued: on a queue being recorded they would run out of order.
+  void refuse_while_recording(Stream stream, const char* what) {
+    if (!supports_graphs()) return;
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    if (recordings_.count(queue(stream)))
+      throw std::runtime_error(prefix() + what + " cannot be recorded in a command buffer");
+  }
+
+  // Calls record_one(buffer, waits, wait list, &sync point) when queue q is being recorded, each
+  // command waiting for the one recorded before it; returns whether it was.
+  template <typename F>
+  bool record(cl_command_queue q, F&& record_one) {
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    auto it = recordings_.find(q);
+    if (it == recordings_.end()) return false;
+    Recording& r = it->second;
+    cl_sync_point_khr next = 0;
+    record_one(r.buffer, r.any ? 1u : 0u, r.any ? &r.last : nullptr, &next);
+    r.last = next;
+    r.any = true;
+    return true;
+  }
+
   static std::string copy_what(const char* direction, size_t bytes, uint64_t offset) {
     return "copying " + std::to_string(bytes) + " bytes " + direction +
            " device memory at offset " + std::to_string(offset);
@@ -314,6 +486,14 @@ class OpenCLDevice final : public Device {
   cl_command_queue queue_ = nullptr;
   std::string name_;
   int64_t max_threads_ = 0, max_local_ = 0;
+  CommandBufferApi commands_;  // all null without usable command buffers
+  struct Recording {
+    cl_command_buffer_khr buffer;
+    cl_sync_point_khr last;  // the last command recorded, which the next waits for
+    bool any;
+  };
+  std::mutex capture_mutex_;  // guards recordings_
+  std::unordered_map<cl_command_queue, Recording> recordings_;
 };
 
 class OpenCLModule final : public DeviceModule {
@@ -357,6 +537,7 @@ class OpenCLModule final : public DeviceModule {
           throw std::runtime_error("argument " + std::to_string(i) + ": " +
                                    failed("clSetKernelArg", err));
       }
+      if (device_.record_kernel(device_.queue(stream), kernel.handle, global, local)) return 0;
       cl_int err = api.clEnqueueNDRangeKernel(device_.queue(stream), kernel.handle, 3, nullptr,
                                               global, local, 0, nullptr, nullptr);
       if (err != CL_SUCCESS)

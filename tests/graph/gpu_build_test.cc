@@ -134,6 +134,39 @@ TEST(GpuBuild, RunsOnDeviceArrays) {
   EXPECT_THROW(cpu.model().run_device(in_device.args(), out_device.args()), runtime::InputError);
 }
 
+// PoCL (3.1, Debian 12) offers cl_khr_command_buffer 0.9.0: runs are recorded into a command
+// buffer on their second run and replayed after that, through the host and on device arrays
+// alike, with the interpreter's results throughout; other device arrays record again.
+TEST(GpuBuild, OpenClCommandBuffersReplayRuns) {
+  DqnOnOpenCL dqn;
+  runtime::Device& device = runtime::Device::get(kDLOpenCL);
+  ASSERT_TRUE(device.supports_graphs())
+      << device.name() << ": no cl_khr_command_buffer 0.9.0-0.9.4 (PoCL 3.1 has 0.9.0)";
+  const runtime::Model& m = dqn.model;
+  for (int run = 0; run < 4; ++run)
+    expect_close(m.run(dqn.inputs), dqn.want, "dqn through the host, run " + std::to_string(run));
+  runtime::DeviceRunCounts c = m.device_run_counts();
+  EXPECT_EQ(c.eager_runs, 1);
+  EXPECT_EQ(c.captures, 1);
+  EXPECT_EQ(c.graph_launches, 3);
+
+  std::vector<runtime::NDArray> inputs = dqn.inputs;
+  runtime::NDArray out = runtime::NDArray::empty(dqn.want[0].shape(), dqn.want[0].dtype());
+  runtime::DeviceArrays in_device(device, {&inputs[0]}), out_a(device, {&out}),
+      out_b(device, {&out});
+  for (int run = 0; run < 6; ++run) {
+    const runtime::DeviceArrays& to = run < 4 ? out_a : out_b;
+    m.run_device(in_device.args(), to.args());
+    runtime::NDArray got = runtime::NDArray::empty(dqn.want[0].shape(), dqn.want[0].dtype());
+    to.read(0, got);
+    expect_close({got}, dqn.want, "dqn on device arrays, run " + std::to_string(run));
+  }
+  c = m.device_run_counts();
+  EXPECT_EQ(c.eager_runs, 2);      // the first run of each kind
+  EXPECT_EQ(c.captures, 3);        // and the second, and once more for the other output array
+  EXPECT_EQ(c.graph_launches, 8);  // 3 through the host, 5 on device arrays (a recording runs)
+}
+
 TEST(GpuBuild, DcganOnOpenCL) {
   check_opencl("dcgan");
 }
