@@ -76,7 +76,7 @@ ConfigSpace rnn_space_gpu(const Rnn& r, const std::vector<TensorType>& in, const
   if (!r.lstm || !r.gpu_form) return space;
   std::vector<int64_t> units = {kStepUnits};
   for (int64_t u : {2, 4, 8})
-    if (r.hidden % u == 0 && 4 * u * kStepLanes <= target.max_threads_per_block) units.push_back(u);
+    if (u <= r.hidden && 4 * u * kStepLanes <= target.max_threads_per_block) units.push_back(u);
   std::vector<int64_t> lanes = {kStepLanes};
   for (int64_t l : {16, 64})
     if (4 * l <= target.max_threads_per_block) lanes.push_back(l);
@@ -101,15 +101,17 @@ void rnn_schedule_gpu(const std::string& op, te::Schedule& s, const std::vector<
       if (stage_role(op, in) == "gemvsum") steps.emplace_back(t, in);
     }
   }
+  // A block is 4 x units x lanes threads: step_units is at most this many (the largest divisor of
+  // H within it and within the block), so that every point of the space fits.
+  ANVIL_CHECK(4 * lanes <= target.max_threads_per_block, op, " GPU schedule: step_lanes ", lanes,
+              " makes ", 4 * lanes,
+              " threads per block for one unit's 4 gates, over the target's limit of ",
+              target.max_threads_per_block);
+  units_cap = std::min(units_cap, target.max_threads_per_block / (4 * lanes));
   std::unordered_set<const te::TensorNode*> scheduled;
   for (const auto& [state, acc] : steps) {
     std::vector<int64_t> shape = shape_of(state);  // [2, batch, H]
-    int64_t units = largest_divisor(shape[2], units_cap);
-    int64_t threads = 4 * units * lanes;  // threadIdx.y (unit, gate) x threadIdx.x
-    ANVIL_CHECK(threads <= target.max_threads_per_block, op, " GPU schedule: step_units ", units,
-                " and step_lanes ", lanes, " make ", threads,
-                " threads per block, over the target's limit of ", target.max_threads_per_block);
-    fuse_step(s, state, acc, units, lanes, scheduled);
+    fuse_step(s, state, acc, largest_divisor(shape[2], units_cap), lanes, scheduled);
   }
   schedule_gpu_default(s, outs, target, config,
                        [&](const te::Tensor& t) { return scheduled.count(t.get()) > 0; });

@@ -247,7 +247,10 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
     keep.push_back(tiled);
     acc = tiled;
     // A k_tile that does not divide a part's length takes the largest one that does.
-    tile_config["k_tile"] = largest_divisor(k / parts, knob(config, "k_tile", rule.k_tile));
+    int64_t k_tile = knob(config, "k_tile", rule.k_tile);
+    ANVIL_CHECK(k_tile >= 1, "tiled GPU schedule of '", out.name(), "': k_tile ", k_tile,
+                " is not positive");
+    tile_config["k_tile"] = largest_divisor(k / parts, k_tile);
   }
   if (acc.same_as(tiled)) {
     acc = s.cache_write(tiled, MemoryScope::kLocal);

@@ -208,15 +208,21 @@ struct StreamPools {
           std::max<int64_t>(tensor_bytes(p.slots[s].shape, p.slots[s].dtype), 0));
     };
     if (!device_arrays) {  // the caller's arrays are read where they are
-      made->staged = p.device->pins_host_memory();
       for (int32_t in : p.inputs) {
         made->input_bytes.push_back(bytes(in));
         made->input_buffers.emplace_back(*made->pool, std::max<size_t>(bytes(in), 1));
-        if (made->staged) made->host_inputs.emplace_back(*p.device, bytes(in));
       }
-      for (int32_t out : p.outputs) {
-        made->output_bytes.push_back(bytes(out));
-        if (made->staged) made->host_outputs.emplace_back(*p.device, bytes(out));
+      for (int32_t out : p.outputs) made->output_bytes.push_back(bytes(out));
+      // Page-locked memory is a limited resource: where it cannot be had, copies wait as before.
+      try {
+        if (p.device->pins_host_memory()) {
+          for (size_t n : made->input_bytes) made->host_inputs.emplace_back(*p.device, n);
+          for (size_t n : made->output_bytes) made->host_outputs.emplace_back(*p.device, n);
+          made->staged = true;
+        }
+      } catch (const std::runtime_error&) {
+        made->host_inputs.clear();
+        made->host_outputs.clear();
       }
     }
     made->wanted.resize(p.inputs.size() + p.outputs.size());
@@ -406,8 +412,10 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
   if (!call_seconds && replays(p)) {
     Replay& r = p.pools->replay(p, stream, /*device_arrays=*/false);
     std::lock_guard<std::mutex> lock(r.mutex);
-    // Staged: the inputs into the pinned buffers (the last run is done with them), the copies
-    // on from there in the run itself. Else copied to the device before the run.
+    // Staged: the inputs into the pinned buffers, the copies on from there in the run itself;
+    // a run that failed may have left its copies queued, so the stream is waited for first (at
+    // no cost when it is idle). Else copied to the device before the run.
+    if (r.staged) device.synchronize(r.stream);
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const NDArray& in = inputs[p.slots[p.inputs[i]].offset];
       if (r.staged && in.nbytes() > 0) {

@@ -6,11 +6,11 @@
 // kind (PoCL's CPU device on a machine without a GPU). One context and one in-order command
 // queue: kernels and copies run in the order they are issued.
 //
-// Graphs: where the device offers cl_khr_command_buffer at a revision whose entry points have
-// the signatures below (0.9.0 to 0.9.4; PoCL 3.1 has 0.9.0), a capture records the kernels and
-// device copies issued to a queue into a command buffer (each waiting for the one before, as the
-// queue would run them), and launch_graph enqueues it whole. Elsewhere supports_graphs() is false
-// and every run launches kernel by kernel.
+// Graphs: where the device offers cl_khr_command_buffer at the revision whose entry points have
+// the signatures below (0.9.0, PoCL 3.1's; later revisions changed some of them), a capture records
+// the kernels and device copies issued to a queue into a command buffer (each waiting for the one
+// before, as the queue would run them), and launch_graph enqueues it whole. Elsewhere
+// supports_graphs() is false and every run launches kernel by kernel.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -142,8 +142,8 @@ cl_mem buffer_of(const void* data) {
   return static_cast<cl_mem>(const_cast<void*>(data));
 }
 
-// cl_khr_command_buffer, revisions 0.9.0 to 0.9.4 (declared here: the headers' declarations
-// follow whichever revision they were cut from).
+// cl_khr_command_buffer, revision 0.9.0 (declared here: the headers' declarations follow
+// whichever revision they were cut from).
 using cl_command_buffer_khr = struct _cl_command_buffer_khr*;
 using cl_sync_point_khr = cl_uint;
 constexpr cl_device_info kDeviceExtensionsWithVersion =
@@ -434,7 +434,7 @@ class OpenCLDevice final : public Device {
       // CL_MAKE_VERSION: major 10 bits, minor 10 bits, patch 12 bits.
       cl_uint major = e.version >> 22, minor = (e.version >> 12) & 0x3ff, patch = e.version & 0xfff;
       return std::string(e.name, strnlen(e.name, sizeof e.name)) == "cl_khr_command_buffer" &&
-             major == 0 && minor == 9 && patch <= 4;
+             major == 0 && minor == 9 && patch == 0;
     });
     if (!usable) return;
     CommandBufferApi c;

@@ -212,12 +212,14 @@ TEST(Lstm, EveryGpuKnobAgrees) {
       check(c, seed++);
     }
   }
-  // More threads than a block may have: refused, naming both knobs.
-  c.gpu_config = {{"step_units", 4}, {"step_lanes", 32}};
-  anvil::testing::expect_has(
-      anvil::testing::user_error([&] { check(c, seed); }),
-      "lstm GPU schedule: step_units 4 and step_lanes 32 make 512 threads per block, over the "
-      "target's limit of 256");
+  // Units are at most step_units: within the block's limit, 2 units of 32 lanes (and 1 of 64).
+  c.gpu_config = {{"step_units", 8}, {"step_lanes", 64}};
+  check(c, seed++);
+  // One unit's gates over more lanes than a block may have: refused, naming the knob.
+  c.gpu_config = {{"step_lanes", 128}};
+  anvil::testing::expect_has(anvil::testing::user_error([&] { check(c, seed); }),
+                             "lstm GPU schedule: step_lanes 128 makes 512 threads per block for "
+                             "one unit's 4 gates, over the target's limit of 256");
 }
 
 TEST(Lstm, InitialStatesAndPeepholes) {
