@@ -189,7 +189,10 @@ ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
     space.push_back({axes[j].name + "_threads",
                      divisor_values(r.threads[j], e, {1, 2, 4, 8, 16, 32, 64, 128, 256},
                                     target.max_threads_per_block)});
-    space.push_back({axes[j].name + "_inner", divisor_values(r.inner[j], e, {1, 2, 4, 8}, e)});
+    // Up to 16 outputs per thread along an axis: a big GPU at batch 1 may want more work per
+    // thread than the rule gives (the tuner decides; registers bound what pays).
+    space.push_back(
+        {axes[j].name + "_inner", divisor_values(r.inner[j], e, {1, 2, 4, 8, 16}, e)});
   }
   space.push_back({"k_tile", divisor_values(r.k_tile, k, {1, 2, 4, 8, 16, 32}, k)});
   space.push_back({"double_buffer", {0, 1}});
