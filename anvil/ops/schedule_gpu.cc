@@ -191,8 +191,7 @@ ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
                                     target.max_threads_per_block)});
     // Up to 16 outputs per thread along an axis: a big GPU at batch 1 may want more work per
     // thread than the rule gives (the tuner decides; registers bound what pays).
-    space.push_back(
-        {axes[j].name + "_inner", divisor_values(r.inner[j], e, {1, 2, 4, 8, 16}, e)});
+    space.push_back({axes[j].name + "_inner", divisor_values(r.inner[j], e, {1, 2, 4, 8, 16}, e)});
   }
   space.push_back({"k_tile", divisor_values(r.k_tile, k, {1, 2, 4, 8, 16, 32}, k)});
   space.push_back({"double_buffer", {0, 1}});
@@ -229,8 +228,11 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   // then a thread per output adds them (acc, at the output's thread) and applies the epilogue.
   int64_t k = *ir::as_const_int(s[acc].reduce_axis()[0]->dom.extent);
   TileRule rule = tile_rule(shape, k, axes, max_k_tile);
+  // Without a k_split knob: the rule when untuned (no knobs at all); no split for a configuration
+  // tuned before the knob existed, so that such records run as they were measured.
   int64_t parts =
-      knob(config, "k_split", k_split_rule(grid_blocks(shape, axes, rule, config), k, target));
+      knob(config, "k_split",
+           config.empty() ? k_split_rule(grid_blocks(shape, axes, rule, config), k, target) : 1);
   ANVIL_CHECK(parts >= 1 && k % parts == 0, "tiled GPU schedule of '", out.name(), "': k_split ",
               parts, " does not divide the reduction's extent ", k);
   te::Tensor tiled = out;

@@ -70,7 +70,9 @@ struct GpuTileAxis {
 //     axes) into global memory, then a kernel of a thread per output adds the parts and applies
 //     the epilogue. The rule splits when the tiling launches fewer blocks than the target has
 //     multiprocessors: the fewest parts of 2, 4, 8, 16 (each at least 16 long) that reach it.
-//     A k_tile that does not divide a part takes the largest divisor of the part below it.
+//     A k_tile that does not divide a part takes the largest divisor of the part below it. A
+//     configuration with other knobs but no k_split (a record tuned before split-K) does not
+//     split: records run as they were measured.
 // Throws anvil::Error naming the knob when a thread count or k_split does not divide its axis,
 // and when the function is not of this form.
 void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
