@@ -292,13 +292,26 @@ TEST(GpuSchedule, SplitKForFewBlocks) {
       EXPECT_EQ(f.temps.size(), p > 1 ? 1u : 0u);
     }
   }
-  // A split that does not divide the reduction is refused, naming the knob.
+  // Untuned (no knobs) the rule splits; a configuration tuned before the knob existed (other
+  // knobs, no k_split) runs as it was measured, unsplit.
   const Case& c = late[0];
   const OpDef& def = lookup(c.op);
   std::vector<te::Tensor> ins;
   for (size_t i = 0; i < c.types.size(); ++i)
     ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
   std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
+  auto kernels = [&](const Config& config) {
+    te::Schedule s(outs);
+    def.schedule_gpu(s, outs, c.attrs, many, config);
+    std::vector<te::Tensor> args = ins;
+    args.insert(args.end(), outs.begin(), outs.end());
+    return lower_gpu(s, args, "split", many).kernels.size();
+  };
+  EXPECT_EQ(kernels({}), 2u);
+  Config old = autotune::config_at(lookup(c.op).space_gpu(c.types, c.attrs, many), 0);
+  old.erase("k_split");
+  EXPECT_EQ(kernels(old), 1u);
+  // A split that does not divide the reduction is refused, naming the knob.
   std::string e = testing::user_error([&] {
     te::Schedule s(outs);
     def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"k_split", 3}});
