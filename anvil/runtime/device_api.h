@@ -149,24 +149,26 @@ class Device {
   static void reset_for_testing(DLDeviceType type);
 };
 
-// Device memory owned by one object: freed (errors ignored) when it goes.
-class DeviceBuffer {
+// Memory of a device owned by one object, freed (errors ignored) when it goes: device memory
+// (DeviceBuffer, Device::alloc) or staging host memory (HostBuffer, Device::alloc_host).
+template <bool kHost>
+class OwnedBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(Device& device, size_t bytes) : device_(&device), data_(device.alloc(bytes)) {}
-  DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), data_(o.data_) {
-    o.data_ = nullptr;
-  }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  OwnedBuffer() = default;
+  OwnedBuffer(Device& device, size_t bytes)
+      : device_(&device), data_(kHost ? device.alloc_host(bytes) : device.alloc(bytes)) {}
+  OwnedBuffer(OwnedBuffer&& o) noexcept : device_(o.device_), data_(o.data_) { o.data_ = nullptr; }
+  OwnedBuffer& operator=(OwnedBuffer&& o) noexcept {
     std::swap(device_, o.device_);
     std::swap(data_, o.data_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
+  OwnedBuffer(const OwnedBuffer&) = delete;
+  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
+  ~OwnedBuffer() {
     try {
-      if (data_) device_->free(data_);
+      if (data_ && kHost) device_->free_host(data_);
+      if (data_ && !kHost) device_->free(data_);
     } catch (...) {
     }
   }
@@ -176,33 +178,8 @@ class DeviceBuffer {
   Device* device_ = nullptr;
   void* data_ = nullptr;
 };
-
-// Staging host memory (Device::alloc_host) owned by one object: freed (errors ignored) when it
-// goes.
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  HostBuffer(Device& device, size_t bytes) : device_(&device), data_(device.alloc_host(bytes)) {}
-  HostBuffer(HostBuffer&& o) noexcept : device_(o.device_), data_(o.data_) { o.data_ = nullptr; }
-  HostBuffer& operator=(HostBuffer&& o) noexcept {
-    std::swap(device_, o.device_);
-    std::swap(data_, o.data_);
-    return *this;
-  }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() {
-    try {
-      if (data_) device_->free_host(data_);
-    } catch (...) {
-    }
-  }
-  void* data() const { return data_; }
-
- private:
-  Device* device_ = nullptr;
-  void* data_ = nullptr;
-};
+using DeviceBuffer = OwnedBuffer<false>;
+using HostBuffer = OwnedBuffer<true>;
 
 // Host arrays copied into device memory of their own (an empty array still gets a handle), as the
 // DLTensors a kernel's arguments are (data: the device's handle, byte_offset 0, the host array's
