@@ -98,20 +98,32 @@ TileRule tile_rule(const std::vector<int64_t>& out, int64_t k, const std::vector
 // keeps at least this much of the reduction's first axis.
 constexpr int64_t kMinSplitK = 16;
 
-// The blocks a tiling launches: the leading dimensions times each tiled axis's blocks, with the
-// knobs as tile_gpu takes them (INT64_MAX when a thread count does not divide its axis: tile_gpu
-// reports that).
+// Tiled axis j of an output of `shape` under `config`: its threads (a divisor of its extent) and
+// its outputs per thread (the knob is at most this many: the largest divisor of the thread's
+// share, so that every point of the space tiles exactly). Throws naming the knob.
+std::pair<int64_t, int64_t> axis_tile(const std::vector<int64_t>& shape,
+                                      const std::vector<GpuTileAxis>& axes, size_t j,
+                                      const TileRule& rule, const Config& config,
+                                      const std::string& out) {
+  int64_t e = shape[shape.size() - axes.size() + j];
+  int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
+  ANVIL_CHECK(t >= 1 && e % t == 0, "tiled GPU schedule of '", out, "': ", axes[j].name,
+              "_threads ", t, " does not divide its extent ", e);
+  int64_t f = knob(config, axes[j].name + "_inner", rule.inner[j]);
+  ANVIL_CHECK(f >= 1, "tiled GPU schedule of '", out, "': ", axes[j].name, "_inner ", f,
+              " is not positive");
+  return {t, largest_divisor(e / t, f)};
+}
+
+// The blocks a tiling launches: the leading dimensions times each tiled axis's blocks.
 int64_t grid_blocks(const std::vector<int64_t>& shape, const std::vector<GpuTileAxis>& axes,
-                    const TileRule& rule, const Config& config) {
+                    const TileRule& rule, const Config& config, const std::string& out) {
   size_t first = shape.size() - axes.size();
   int64_t blocks = 1;
   for (size_t d = 0; d < first; ++d) blocks *= shape[d];
   for (size_t j = 0; j < axes.size(); ++j) {
-    int64_t e = shape[first + j];
-    int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
-    if (t < 1 || e % t != 0) return INT64_MAX;
-    int64_t f = largest_divisor(e / t, knob(config, axes[j].name + "_inner", rule.inner[j]));
-    blocks *= e / (t * f);
+    auto [t, f] = axis_tile(shape, axes, j, rule, config, out);
+    blocks *= shape[first + j] / (t * f);
   }
   return blocks;
 }
@@ -196,7 +208,7 @@ ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
   space.push_back({"k_tile", divisor_values(r.k_tile, k, {1, 2, 4, 8, 16, 32}, k)});
   space.push_back({"double_buffer", {0, 1}});
   if (!split_k) return space;
-  std::vector<int64_t> parts = {k_split_rule(grid_blocks(out, axes, r, {}), k, target)};
+  std::vector<int64_t> parts = {k_split_rule(grid_blocks(out, axes, r, {}, ""), k, target)};
   for (int64_t p : k_split_values(k))
     if (p != parts[0]) parts.push_back(p);
   if (parts[0] != 1) parts.insert(parts.begin() + 1, 1);
@@ -230,9 +242,10 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   TileRule rule = tile_rule(shape, k, axes, max_k_tile);
   // Without a k_split knob: the rule when untuned (no knobs at all); no split for a configuration
   // tuned before the knob existed, so that such records run as they were measured.
-  int64_t parts =
-      knob(config, "k_split",
-           config.empty() ? k_split_rule(grid_blocks(shape, axes, rule, config), k, target) : 1);
+  int64_t parts = knob(
+      config, "k_split",
+      config.empty() ? k_split_rule(grid_blocks(shape, axes, rule, config, out.name()), k, target)
+                     : 1);
   ANVIL_CHECK(parts >= 1 && k % parts == 0, "tiled GPU schedule of '", out.name(), "': k_split ",
               parts, " does not divide the reduction's extent ", k);
   te::Tensor tiled = out;
@@ -299,16 +312,7 @@ void tile_gpu(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc,
   std::vector<te::IterVar> threads, inner;
   std::vector<int64_t> thread_counts;
   for (size_t j = 0; j < n; ++j) {
-    int64_t t = knob(config, axes[j].name + "_threads", rule.threads[j]);
-    int64_t e = shape[first + j];
-    ANVIL_CHECK(t >= 1 && e % t == 0, "tiled GPU schedule of '", out.name(), "': ", axes[j].name,
-                "_threads ", t, " does not divide its extent ", e);
-    // At most this many: the largest divisor of the thread's share, so that every point of the
-    // space tiles exactly.
-    int64_t f = knob(config, axes[j].name + "_inner", rule.inner[j]);
-    ANVIL_CHECK(f >= 1, "tiled GPU schedule of '", out.name(), "': ", axes[j].name, "_inner ", f,
-                " is not positive");
-    f = largest_divisor(e / t, f);
+    auto [t, f] = axis_tile(shape, axes, j, rule, config, out.name());
     auto [rest, fi] = so.split(all[first + j], f);
     auto [bo, ti] = so.split(rest, t);
     blocks.push_back(bo);

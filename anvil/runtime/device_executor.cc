@@ -153,6 +153,7 @@ struct Replay {
   // Host arrays through a device that pins host memory: staged in page-locked buffers of the
   // replay's own, one per input and output, whose copies the recording holds with the kernels.
   bool staged = false;
+  bool unfinished = false;  // a staged run's copies may still be queued (it did not return)
   std::vector<HostBuffer> host_inputs, host_outputs;
   std::vector<size_t> input_bytes, output_bytes;
   std::vector<Place> bound, wanted;  // inputs, then outputs: as recorded, as asked now
@@ -412,10 +413,11 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
   if (!call_seconds && replays(p)) {
     Replay& r = p.pools->replay(p, stream, /*device_arrays=*/false);
     std::lock_guard<std::mutex> lock(r.mutex);
-    // Staged: the inputs into the pinned buffers, the copies on from there in the run itself;
-    // a run that failed may have left its copies queued, so the stream is waited for first (at
-    // no cost when it is idle). Else copied to the device before the run.
-    if (r.staged) device.synchronize(r.stream);
+    // Staged: the inputs into the pinned buffers, the copies on from there in the run itself; a
+    // run that failed may have left its copies queued, so after one the stream is waited for
+    // first. Else copied to the device before the run.
+    if (r.unfinished) device.synchronize(r.stream);
+    r.unfinished = r.staged;
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const NDArray& in = inputs[p.slots[p.inputs[i]].offset];
       if (r.staged && in.nbytes() > 0) {
@@ -438,6 +440,7 @@ std::vector<NDArray> execute_on_device(const GraphProgram& p, const std::vector<
       results.push_back(c);
     }
     device.synchronize(r.stream);
+    r.unfinished = false;
     if (r.staged)
       for (size_t i = 0; i < p.outputs.size(); ++i)
         if (results[i].nbytes() > 0)

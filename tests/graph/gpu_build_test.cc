@@ -138,11 +138,11 @@ TEST(GpuBuild, RunsOnDeviceArrays) {
 
 // PoCL (3.1, Debian 12) offers cl_khr_command_buffer 0.9.0: runs are recorded into a command
 // buffer on their second run and replayed after that, through the host and on device arrays
-// alike, with the interpreter's results throughout; other device arrays record again.
+// alike, with the interpreter's results throughout; other device arrays record again. A driver
+// without that revision records nothing: every run launches kernel by kernel, as right.
 TEST(GpuBuild, OpenClCommandBuffersReplayRuns) {
   runtime::Device& device = runtime::Device::get(kDLOpenCL);
-  if (!device.supports_graphs())
-    GTEST_SKIP() << device.name() << " has no cl_khr_command_buffer 0.9.0 (PoCL 3.1 has it)";
+  const int64_t graphs = device.supports_graphs() ? 1 : 0;
   DqnOnOpenCL dqn;
   const runtime::Model& m = dqn.model;
   // Other inputs every run: a replay that launched nothing would leave the last run's outputs.
@@ -156,9 +156,9 @@ TEST(GpuBuild, OpenClCommandBuffersReplayRuns) {
                  "dqn through the host, run " + std::to_string(run));
   }
   runtime::DeviceRunCounts c = m.device_run_counts();
-  EXPECT_EQ(c.eager_runs, 1);
-  EXPECT_EQ(c.captures, 1);
-  EXPECT_EQ(c.graph_launches, 3);
+  EXPECT_EQ(c.eager_runs, graphs * 1);
+  EXPECT_EQ(c.captures, graphs * 1);
+  EXPECT_EQ(c.graph_launches, graphs * 3);
 
   std::vector<runtime::NDArray> inputs = dqn.inputs;
   runtime::NDArray out = runtime::NDArray::empty(dqn.want[0].shape(), dqn.want[0].dtype());
@@ -172,9 +172,9 @@ TEST(GpuBuild, OpenClCommandBuffersReplayRuns) {
     expect_close({got}, dqn.want, "dqn on device arrays, run " + std::to_string(run));
   }
   c = m.device_run_counts();
-  EXPECT_EQ(c.eager_runs, 2);      // the first run of each kind
-  EXPECT_EQ(c.captures, 3);        // and the second, and once more for the other output array
-  EXPECT_EQ(c.graph_launches, 8);  // 3 through the host, 5 on device arrays (a recording runs)
+  EXPECT_EQ(c.eager_runs, graphs * 2);      // the first run of each kind
+  EXPECT_EQ(c.captures, graphs * 3);        // the second, and once more for the other output
+  EXPECT_EQ(c.graph_launches, graphs * 8);  // 3 through the host, 5 on device arrays
 }
 
 TEST(GpuBuild, DcganOnOpenCL) {
