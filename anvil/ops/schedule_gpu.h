@@ -63,8 +63,11 @@ struct GpuTileAxis {
 //     the thread), the first reduction axis split by the knob "k_tile";
 //   - every tensor acc reads is copied per k_tile step into shared memory by all threads of the
 //     block together (cooperative fetching), its producers (padding, packing) inlined into the
-//     copy; knob "double_buffer" (0/1) double-buffers those copies. Tensors for which `global`
-//     returns true are read from global memory instead (inlined when computed).
+//     copy; knob "double_buffer" (0/1) double-buffers those copies; knob "vector_fetch" (1/0)
+//     gives each thread 4 or 2 consecutive elements of a copy's last dimension where the copy
+//     reads a tensor in memory unchanged along it (one 16-byte load where aligned; default 1,
+//     also for a configuration without the knob). Tensors for which `global` returns true are
+//     read from global memory instead (inlined when computed).
 //   - split-K (knob "k_split", parts of the first reduction axis): the tiling computes each
 //     part's partial sums ([parts, out...], the parts fused into blockIdx.z with the leading
 //     axes) into global memory, then a kernel of a thread per output adds the parts and applies

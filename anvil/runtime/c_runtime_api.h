@@ -96,8 +96,9 @@ ANVIL_DLL int32_t AnvilCheckTensor(const char* kernel, const DLTensor* const* ar
                                    const char* name, int32_t ndim, const int64_t* expected_shape,
                                    uint8_t dtype_code, uint8_t dtype_bits, uint16_t dtype_lanes);
 /* As AnvilCheckTensor for a tensor on a device of type `device_type` (kDLCUDA, kDLOpenCL; any
- * device id): `data` is the device's handle, not an address, so it must be non-NULL and only
- * byte_offset must be a multiple of ANVIL_ALIGNMENT. */
+ * device id): `data` must be non-NULL and byte_offset a multiple of ANVIL_ALIGNMENT; a CUDA
+ * array's `data` (its device address, which kernels read 16 bytes at a time) must also be
+ * ANVIL_ARG_ALIGNMENT-aligned, an OpenCL one's is a buffer handle. */
 ANVIL_DLL int32_t AnvilCheckDeviceTensor(const char* kernel, const DLTensor* const* args,
                                          int32_t index, const char* name, int32_t ndim,
                                          const int64_t* expected_shape, uint8_t dtype_code,

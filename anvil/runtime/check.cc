@@ -98,6 +98,12 @@ int32_t check_tensor(const char* kernel, const DLTensor* const* args, int32_t in
       return fail(kernel, index, name,
                   "byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of " +
                       std::to_string(ANVIL_ALIGNMENT));
+    // A CUDA array's data is its device address, which kernels load 16 bytes at a time (an
+    // OpenCL array's is a buffer handle: its vector loads need no more than element alignment).
+    if (device_type == kDLCUDA && reinterpret_cast<uintptr_t>(t->data) % ANVIL_ARG_ALIGNMENT != 0)
+      return fail(kernel, index, name,
+                  "device address " + hex(reinterpret_cast<uintptr_t>(t->data)) + " is not " +
+                      std::to_string(ANVIL_ARG_ALIGNMENT) + "-byte aligned");
     return 0;
   }
   // Integer arithmetic: the address is never formed as a pointer, so nothing here is UB.

@@ -168,4 +168,10 @@ class Schedule {
 // with multi-dimensional loads and stores and an Allocate per intermediate tensor.
 ir::Stmt schedule_to_loops(const Schedule& schedule);
 
+// The region of t that its stage computes, per dimension, as schedule_to_loops infers it from the
+// schedule so far: the whole shape for a root stage, the region its consumer reads for one
+// computed at a consumer's loop (min in the enclosing loops' variables). Empty for an inlined
+// stage or a placeholder.
+std::vector<ir::Range> computed_region(const Schedule& schedule, const Tensor& t);
+
 }  // namespace anvil::te

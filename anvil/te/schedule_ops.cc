@@ -165,6 +165,20 @@ class LoopBuilder {
     }
   }
 
+  // The root ranges of stage `index`: bound inference as build() does it, for the stage and its
+  // consumers only.
+  std::vector<Range> region(int index) {
+    inline_stages();
+    check_attachments();
+    for (int i = static_cast<int>(stages_.size()) - 1; i >= index; --i) infer_bounds(i);
+    const StageState& st = stages_[static_cast<size_t>(index)];
+    std::vector<Range> out;
+    if (!st.tensor.is_compute() || st.attach == AttachKind::kInline) return out;
+    for (const IterVar& iv : st.axis)
+      out.push_back(ranges_[static_cast<size_t>(index)].at(iv.get()));
+    return out;
+  }
+
   Stmt build() {
     inline_stages();
     check_attachments();
@@ -646,6 +660,10 @@ class LoopBuilder {
 
 Stmt schedule_to_loops(const Schedule& schedule) {
   return LoopBuilder(schedule.state()).build();
+}
+
+std::vector<Range> computed_region(const Schedule& schedule, const Tensor& t) {
+  return LoopBuilder(schedule.state()).region(schedule[t].index());
 }
 
 }  // namespace anvil::te

@@ -3,6 +3,8 @@
 // to PTX.
 #include <gmock/gmock.h>
 
+#include <functional>
+
 #include "anvil/ir/op.h"
 #include "anvil/ir/printer.h"
 #include "anvil/ir/visitor.h"
@@ -256,6 +258,58 @@ TEST(Gpu, MatMulWithDoubleBufferedSharedTiles) {
     Values v = random_values({p.A, p.B, p.C}, 7);
     SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
     check_gpu(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
+  }
+}
+
+// Vectors of 4 floats in a GPU kernel: a dense access whose start is a multiple of 4 is one vector
+// load or store (OpenCL vload4/vstore4, CUDA float4 through a pointer cast); a shifted load, or
+// one that C evaluates only under a condition (a select's value), stays lane by lane. Each runs
+// on PoCL against naive loops (and compiles for sm_90, in check_gpu).
+TEST(Gpu, AlignedDenseVectorsAreOneLoadOrStore) {
+  const int n = 256;
+  struct Case {
+    const char* name;
+    std::function<Expr(const Tensor&, Var)> body;
+    std::function<float(const std::vector<float>&, int)> reference;
+    int vector_loads;
+  };
+  std::vector<Case> cases = {
+      {"aligned", [](const Tensor& A, Var i) { return A(i) * 2.0f; },
+       [](const std::vector<float>& a, int i) { return a[i] * 2.0f; }, 1},
+      {"shifted", [](const Tensor& A, Var i) { return A(i + 1) * 2.0f; },
+       [](const std::vector<float>& a, int i) { return a[i + 1] * 2.0f; }, 0},
+      {"selected",
+       [](const Tensor& A, Var i) { return select(floormod(i, 8) < 3, A(i), Expr(0.0f)); },
+       [](const std::vector<float>& a, int i) { return i % 8 < 3 ? a[i] : 0.0f; }, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor A = placeholder({n + 4}, DataType::Float32(), "A");
+    Tensor C = compute(
+        {n}, [&](Var i) { return c.body(A, i); }, "C");
+    Schedule s({C});
+    auto [o, lane] = s[C].split(s[C].axis()[0], 4);
+    auto [bx, tx] = s[C].split(o, 16);
+    s[C].bind(bx, "blockIdx.x");
+    s[C].bind(tx, "threadIdx.x");
+    s[C].vectorize(lane);
+    auto count = [](const std::string& text, const std::string& what) {
+      size_t k = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++k;
+      return static_cast<int>(k);
+    };
+    std::string opencl =
+        codegen::generate_opencl({lower_gpu(s, {A, C}, "kernel", Target::parse("opencl"))});
+    EXPECT_EQ(count(opencl, "vload4("), c.vector_loads) << opencl;
+    EXPECT_EQ(count(opencl, "vstore4("), 1) << opencl;
+    std::string cuda =
+        codegen::generate_cuda({lower_gpu(s, {A, C}, "kernel", Target::parse("cuda -arch=sm_90"))});
+    EXPECT_EQ(count(cuda, "*(const float4*)"), c.vector_loads) << cuda;
+    EXPECT_EQ(count(cuda, "= make_float4("), 1) << cuda;
+    Values v = random_values({A, C}, 11);
+    std::vector<float> ref(n);
+    for (int i = 0; i < n; ++i) ref[static_cast<size_t>(i)] = c.reference(v[0], i);
+    check_gpu(s, {A, C}, v, 1, ref);
   }
 }
 

@@ -247,6 +247,24 @@ TEST(GpuSchedule, TheDefaultScheduleIsTunable) {
 // multiprocessors than the tiling has blocks. The rule splits; every split of the space matches
 // the reference through OpenCL, with an epilogue (bias) and without (the output is the sum); the
 // split makes one more kernel (the parts' sums) and the partial sums a global temporary.
+// `c` scheduled with `config` for `target` and lowered.
+ir::DeviceFunc lowered(const Case& c, const Config& config, const Target& target) {
+  const OpDef& def = lookup(c.op);
+  std::vector<te::Tensor> ins;
+  for (size_t i = 0; i < c.types.size(); ++i)
+    ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
+  std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
+  te::Schedule s(outs);
+  def.schedule_gpu(s, outs, c.attrs, target, config);
+  std::vector<te::Tensor> args = ins;
+  args.insert(args.end(), outs.begin(), outs.end());
+  return lower_gpu(s, args, "op", target);
+}
+
+std::string opencl_source(const Case& c, const Config& config, const Target& target) {
+  return codegen::generate_opencl({lowered(c, config, target)});
+}
+
 TEST(GpuSchedule, SplitKForFewBlocks) {
   using V = std::vector<int64_t>;
   const std::vector<Case> late = {
@@ -278,16 +296,7 @@ TEST(GpuSchedule, SplitKForFewBlocks) {
       ir::LoweredFunc unused = check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
       (void)unused;
       // The kernels: the tiled one, and with a split the one adding the parts.
-      const OpDef& def = lookup(c.op);
-      std::vector<te::Tensor> ins;
-      for (size_t i = 0; i < c.types.size(); ++i)
-        ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
-      std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
-      te::Schedule s(outs);
-      def.schedule_gpu(s, outs, c.attrs, many, config);
-      std::vector<te::Tensor> args = ins;
-      args.insert(args.end(), outs.begin(), outs.end());
-      ir::DeviceFunc f = lower_gpu(s, args, "split", many);
+      ir::DeviceFunc f = lowered(c, config, many);
       EXPECT_EQ(f.kernels.size(), p > 1 ? 2u : 1u);
       EXPECT_EQ(f.temps.size(), p > 1 ? 1u : 0u);
     }
@@ -295,28 +304,55 @@ TEST(GpuSchedule, SplitKForFewBlocks) {
   // Untuned (no knobs) the rule splits; a configuration tuned before the knob existed (other
   // knobs, no k_split) runs as it was measured, unsplit.
   const Case& c = late[0];
-  const OpDef& def = lookup(c.op);
-  std::vector<te::Tensor> ins;
-  for (size_t i = 0; i < c.types.size(); ++i)
-    ins.push_back(te::placeholder(to_exprs(c.types[i].shape), f32, "in" + std::to_string(i)));
-  std::vector<te::Tensor> outs = def.compute(ins, c.attrs);
-  auto kernels = [&](const Config& config) {
-    te::Schedule s(outs);
-    def.schedule_gpu(s, outs, c.attrs, many, config);
-    std::vector<te::Tensor> args = ins;
-    args.insert(args.end(), outs.begin(), outs.end());
-    return lower_gpu(s, args, "split", many).kernels.size();
-  };
-  EXPECT_EQ(kernels({}), 2u);
+  EXPECT_EQ(lowered(c, {}, many).kernels.size(), 2u);
   Config old = autotune::config_at(lookup(c.op).space_gpu(c.types, c.attrs, many), 0);
   old.erase("k_split");
-  EXPECT_EQ(kernels(old), 1u);
+  EXPECT_EQ(lowered(c, old, many).kernels.size(), 1u);
   // A split that does not divide the reduction is refused, naming the knob.
-  std::string e = testing::user_error([&] {
-    te::Schedule s(outs);
-    def.schedule_gpu(s, outs, c.attrs, kOpenCL, {{"k_split", 3}});
-  });
+  std::string e = testing::user_error([&] { lowered(c, {{"k_split", 3}}, kOpenCL); });
   EXPECT_NE(e.find("k_split 3 does not divide the reduction's extent 64"), std::string::npos) << e;
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(GpuSchedule, VectorFetchWhereTheCopyAllows) {
+  struct VectorCase {
+    Case c;
+    int copies;  // shared copies fetched 4 or 2 floats at a time by default
+  };
+  const std::vector<VectorCase> all = {
+      // The activations along k (k_tile 16, rows of 256); the weights are read from global memory.
+      {{"dense", {{{8, 256}, f32}, {{24, 256}, f32}, {{24}, f32}}, Attrs("dense", {}), 256}, 1},
+      // A along k, 2 at a time (k_tile 10); B is read from global memory.
+      {{"matmul", {{{3, 12, 20}, f32}, {{20, 16}, f32}}, Attrs("matmul", {}), 20}, 1},
+      // A 1x1 convolution without padding reads the input's rows unchanged; the weights' last
+      // dimension is 1.
+      {{"conv2d", {{{1, 32, 8, 8}, f32}, {{16, 32, 1, 1}, f32}}, conv_attrs("conv2d", {}), 32}, 1},
+      // Padding is inlined into the input's copy, and 3-wide weight rows: no copy vectorizes.
+      {cases()[0], 0},
+  };
+  for (const VectorCase& v : all) {
+    const Case& c = v.c;
+    SCOPED_TRACE(c.op + " " + to_string(c.types[0]) + " x " + to_string(c.types[1]));
+    ConfigSpace space = lookup(c.op).space_gpu(c.types, c.attrs, kOpenCL);
+    Config config = autotune::config_at(space, 0);
+    EXPECT_EQ(config.at("vector_fetch"), 1);
+    // A vector load per copy (and per tail partitioned off a copy's loop), and only there.
+    std::string source = opencl_source(c, config, kOpenCL);
+    EXPECT_GE(count_of(source, "vload"), v.copies);
+    EXPECT_EQ(count_of(source, "vload"), count_of(source, "vstore"));
+    if (v.copies == 0) {
+      EXPECT_EQ(count_of(source, "vload"), 0);
+    }
+    check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
+    config["vector_fetch"] = 0;
+    EXPECT_EQ(count_of(opencl_source(c, config, kOpenCL), "vload"), 0);
+    check_op(c.op, c.types, c.attrs, gpu_opts(c, config));
+  }
 }
 
 TEST(GpuSchedule, DefaultsAreTheFirstValues) {
@@ -330,6 +366,7 @@ TEST(GpuSchedule, DefaultsAreTheFirstValues) {
   EXPECT_EQ(d.at("x_threads"), 7);
   EXPECT_EQ(d.at("k_tile"), 8);
   EXPECT_EQ(d.at("double_buffer"), 0);
+  EXPECT_EQ(d.at("vector_fetch"), 1);
   // The x86 space is another one.
   EXPECT_NE(space_for(lookup(c.op), c.types, c.attrs, Target::host()).size(), space.size());
 }

@@ -558,11 +558,12 @@ TEST(WinogradNchw, GpuSpacePointsOnOpenCl) {
   std::vector<std::string> names;
   for (const Knob& k : space) names.push_back(k.name);
   EXPECT_EQ(names, (std::vector<std::string>{"p_threads", "p_inner", "o_threads", "o_inner",
-                                             "k_tile", "double_buffer"}));
+                                             "k_tile", "double_buffer", "vector_fetch"}));
   for (const Config& c :
        std::vector<Config>{{{"p_threads", 4}, {"p_inner", 4}, {"o_threads", 8}, {"k_tile", 3}},
                            {{"p_threads", 16}, {"o_threads", 2}, {"o_inner", 8}, {"k_tile", 24}},
-                           {{"p_threads", 1}, {"o_threads", 32}, {"double_buffer", 1}}})
+                           {{"p_threads", 1}, {"o_threads", 32}, {"double_buffer", 1}},
+                           {{"p_threads", 4}, {"o_threads", 8}, {"vector_fetch", 0}}})
     run_nchw({1, 24, 14, 14, 32, {1, 1, 1, 1}, 4, true}, 5, c);
 }
 

@@ -435,6 +435,7 @@ TEST_F(CheckDeviceTensor, AcceptsAMatchingTensor) {
   tensor.byte_offset = 3 * ANVIL_ALIGNMENT;
   EXPECT_EQ(check(), 0);
   tensor.device = DLDevice{kDLCUDA, 0};
+  tensor.data = reinterpret_cast<void*>(uintptr_t{0x1230});  // a CUDA address, 16-byte aligned
   EXPECT_EQ(check(kDLCUDA), 0);
   EXPECT_STREQ(AnvilGetLastError(), "earlier");
 }
@@ -450,6 +451,12 @@ TEST_F(CheckDeviceTensor, Alignment) {
   tensor.byte_offset = 4;
   EXPECT_EQ(failure(), "matmul: argument 0 ('A'): byte_offset 4 is not a multiple of 64");
   tensor.byte_offset = 0;
+  // A CUDA array's data is its address, which kernels read 16 bytes at a time; an OpenCL one's
+  // is a buffer handle (0x1234 above).
+  tensor.device = DLDevice{kDLCUDA, 0};
+  EXPECT_EQ(failure(kDLCUDA),
+            "matmul: argument 0 ('A'): device address 0x1234 is not 16-byte aligned");
+  tensor.device = DLDevice{kDLOpenCL, 0};
   tensor.data = nullptr;
   EXPECT_EQ(failure(), "matmul: argument 0 ('A'): expected a data pointer, got NULL");
 }

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "anvil/ir/equal.h"
 #include "anvil/ir/op.h"
 #include "anvil/ir/printer.h"
 #include "te_testing.h"
@@ -148,6 +149,31 @@ TEST_F(ScheduleTest, CacheReadAttachedInsideTheConsumer) {
     check_both(s, {p.A, p.B, p.C}, v, 2, p.reference(v));
     (void)ii;
   }
+}
+
+TEST_F(ScheduleTest, ComputedRegionIsWhatTheConsumerReads) {
+  MatMul p(24, 20, 16);
+  Schedule s({p.C});
+  Tensor AL = s.cache_read(p.A, MemoryScope::kLocal, {p.C});
+  Tensor BL = s.cache_read(p.B, MemoryScope::kLocal, {p.C});
+  auto [io, ii] = s[p.C].split(s[p.C].axis()[0], 4);
+  (void)ii;
+  s[AL].compute_at(s[p.C], io);
+  // AL: the 4 rows of A that one iteration of io reads, every column.
+  std::vector<Range> a = computed_region(s, AL);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(as_const_int(a[0].extent), 4);
+  EXPECT_TRUE(structural_equal(a[0].min, io->var * 4)) << a[0].min;
+  EXPECT_EQ(as_const_int(a[1].extent), 16);
+  EXPECT_EQ(as_const_int(a[1].min), 0);
+  // A root stage computes its whole shape; an inlined one and a placeholder have no region.
+  std::vector<Range> b = computed_region(s, BL);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(as_const_int(b[0].extent), 16);
+  EXPECT_EQ(as_const_int(b[1].extent), 20);
+  s[BL].compute_inline();
+  EXPECT_TRUE(computed_region(s, BL).empty());
+  EXPECT_TRUE(computed_region(s, p.A).empty());
 }
 
 TEST_F(ScheduleTest, RfactorSum) {

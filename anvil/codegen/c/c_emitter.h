@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -129,10 +130,11 @@ class FunctionEmitter : public ir::IRVisitor {
 
  private:
   struct BufferInfo {
-    std::string name;     // the C pointer or array
-    ir::DataType dtype;   // element type (may have lanes)
-    std::string pointer;  // C type of a pointer to it: "float*", "const float*"
-    std::string what;     // "argument 'A'", "allocation 'T'"
+    std::string name;        // the C pointer or array
+    ir::DataType dtype;      // element type (may have lanes)
+    std::string pointer;     // C type of a pointer to it: "float*", "const float*"
+    std::string what;        // "argument 'A'", "allocation 'T'"
+    bool aligned16 = false;  // GPU: its base is 16-byte aligned (a kernel argument, shared memory)
   };
   struct SavedName {
     const ir::Variable* var;
@@ -173,6 +175,20 @@ class FunctionEmitter : public ir::IRVisitor {
   CExpr call(const ir::Call* op, const CExpr* lane);
   // Declares `name` holding `value` in the prelude (an array filled lane by lane for vectors).
   void hoist(const std::string& name, const ir::Expr& value);
+
+  // ---- vector memory access on GPUs (c_gpu.cc)
+  // The address `p + base` of a `lanes`-wide access to `info` that one vector load or store can
+  // make (CUDA: float4 through a pointer cast; OpenCL: vload4/vstore4): 2 or 4 lanes of 32-bit
+  // elements, at a dense index (a Ramp of stride 1) whose base is a multiple of the lanes, in a
+  // 16-byte-aligned buffer. Empty otherwise, and always for C.
+  std::optional<std::string> vector_address(const BufferInfo& info, const ir::Expr& index,
+                                            int lanes);
+  // Declares in the prelude an array `name` of `lanes` elements of type `t`, loaded at `address`
+  // (from vector_address) with one vector load.
+  void hoist_vector_load(const std::string& name, ir::DataType t, const std::string& address);
+  // The statement storing the array `values` (of `lanes` elements of type `t`) at `address`
+  // with one vector store.
+  std::string vector_store(ir::DataType t, const std::string& address, const std::string& values);
   // The lane of an access's index for result lane `lane` of an access with `lanes` lanes per
   // element, and the element offset within it (empty for scalar elements).
   std::pair<CExpr, std::string> element_lane(int elem_lanes, const CExpr& lane) const;
@@ -198,6 +214,9 @@ class FunctionEmitter : public ir::IRVisitor {
   std::string* out_ = nullptr;
   int indent_ = 0;
   std::vector<std::string> prelude_;
+  // Above zero while printing what C evaluates only under a condition (a Select's values, a
+  // predicated store's value): loads there stay in place rather than hoisted into the prelude.
+  int conditional_ = 0;
   std::vector<std::string> workspaces_;  // live AnvilWorkspaceAlloc pointers, innermost last
   std::unordered_map<const ir::Variable*, std::string> shared_names_;  // a kernel's shared arrays
 };

@@ -148,7 +148,9 @@ CExpr FunctionEmitter::expr(const Expr& e, const CExpr* lane) {
     case IRNodeType::Select: {
       const Select* op = e.as<Select>();
       CExpr c = expr(op->condition, vlane);
+      ++conditional_;
       CExpr a = expr(op->true_value, vlane), b = expr(op->false_value, vlane);
+      --conditional_;
       // A condition that is not a comparison in parentheses (clang asks for them around &).
       return {paren(c, kEquality) + " ? " + paren(a, kTernary + 1) + " : " + paren(b, kTernary + 1),
               kTernary};
@@ -286,6 +288,15 @@ CExpr FunctionEmitter::load(const Load* op, const CExpr* lane) {
   const BufferInfo& info = buffer(op->buffer, "Load");
   int elem_lanes = info.dtype.lanes();
   const Expr& index = op->indices[0];
+  if (lane && conditional_ == 0 && !op->predicate.defined()) {
+    // One vector load before the statement (IR expressions are pure; the statement's C
+    // evaluates this load unconditionally anyway).
+    if (std::optional<std::string> address = vector_address(info, index, op->type.lanes())) {
+      std::string name = names_.fresh(info.name + "_vec");
+      hoist_vector_load(name, op->type, *address);
+      return {name + "[" + lane->text + "]", kPostfix};
+    }
+  }
   std::string address;
   CExpr index_lane;
   if (elem_lanes == 1) {

@@ -3,6 +3,7 @@
 // and launches its kernels.
 #include <unordered_set>
 
+#include "anvil/arith/modular.h"
 #include "anvil/codegen/c/c_emitter.h"
 #include "anvil/ir/op.h"
 
@@ -77,10 +78,14 @@ void FunctionEmitter::emit_device_kernel(const DeviceKernel& kernel) {
     std::string ty = c_storage_type(b->dtype, kernel_context(func_.name) + "'" + b->name + "'");
     if (!stored.count(b->data.get())) ty = "const " + ty;
     std::string name = names_.fresh(b->name);
-    buffers_[b->data.get()] = BufferInfo{name, b->dtype, ty + "*", "argument '" + b->name + "'"};
+    // Device memory and arguments' byte offsets are aligned (AnvilCheckDeviceTensor).
+    buffers_[b->data.get()] =
+        BufferInfo{name, b->dtype, ty + "*", "argument '" + b->name + "'", true};
     if (!params.empty()) params += ", ";
     if (cuda) {
       params += ty + "* __restrict__ " + name;
+      // Said to the compiler too, so that it may merge neighbouring loads into vector loads.
+      offsets.push_back(name + " = (" + ty + "*)__builtin_assume_aligned(" + name + ", 16);");
     } else {
       std::string base = names_.fresh(b->name + "_base"),
                   offset = names_.fresh(b->name + "_offset");
@@ -152,13 +157,66 @@ void FunctionEmitter::visit_device_allocate(const Allocate* op) {
   if (auto it = buffers_.find(data); it != buffers_.end()) shadowed = it->second;
   std::string space =
       b->scope == MemoryScope::kShared && module_.dialect == Dialect::kOpenCL ? "__local " : "";
-  buffers_[data] = BufferInfo{name, b->dtype, space + ty + "*", "allocation '" + b->name + "'"};
+  buffers_[data] = BufferInfo{name, b->dtype, space + ty + "*", "allocation '" + b->name + "'",
+                              b->scope == MemoryScope::kShared};
   visit(op->body);
   if (shadowed) {
     buffers_[data] = *shadowed;
   } else {
     buffers_.erase(data);
   }
+}
+
+namespace {
+
+// The vector type of `lanes` elements of scalar type `t` (32-bit), in CUDA and OpenCL alike.
+std::string vector_type(DataType t, int lanes) {
+  const char* scalar = t.is_float() ? "float" : t.is_int() ? "int" : "uint";
+  return scalar + std::to_string(lanes);
+}
+
+}  // namespace
+
+std::optional<std::string> FunctionEmitter::vector_address(const BufferInfo& info,
+                                                           const Expr& index, int lanes) {
+  if (module_.dialect == Dialect::kC || !info.aligned16 || (lanes != 2 && lanes != 4))
+    return std::nullopt;
+  DataType t = info.dtype;
+  if (t.lanes() != 1 || t.bits() != 32 || !(t.is_float() || t.is_int() || t.is_uint()))
+    return std::nullopt;
+  const Ramp* ramp = index.as<Ramp>();
+  if (!ramp || !is_one(ramp->stride)) return std::nullopt;
+  // Every variable is unconstrained here: the base is a multiple of the lanes for all of them.
+  arith::ModularSet m = arith::modular_set_of(ramp->base);
+  if (m.coeff % lanes != 0 || m.base % lanes != 0) return std::nullopt;
+  if (is_zero(ramp->base)) return info.name;
+  return info.name + " + " + paren(expr(ramp->base), kAdditive + 1);
+}
+
+void FunctionEmitter::hoist_vector_load(const std::string& name, DataType t,
+                                        const std::string& address) {
+  int lanes = t.lanes();
+  std::string vt = vector_type(t, lanes), scalar = c_type(t.element_of(), name);
+  std::string load = module_.dialect == Dialect::kCUDA
+                         ? "*(const " + vt + "*)(" + address + ")"
+                         : "vload" + std::to_string(lanes) + "(0, " + address + ")";
+  prelude_.push_back("const " + vt + " " + name + "_" + vt + " = " + load + ";");
+  std::string fields;
+  for (int l = 0; l < lanes; ++l)
+    fields += std::string(l ? ", " : "") + name + "_" + vt + "." + "xyzw"[l];
+  prelude_.push_back("const " + scalar + " " + name + "[" + std::to_string(lanes) + "] = {" +
+                     fields + "};");
+}
+
+std::string FunctionEmitter::vector_store(DataType t, const std::string& address,
+                                          const std::string& values) {
+  int lanes = t.lanes();
+  std::string vt = vector_type(t, lanes), fields;
+  for (int l = 0; l < lanes; ++l)
+    fields += std::string(l ? ", " : "") + values + "[" + std::to_string(l) + "]";
+  if (module_.dialect == Dialect::kCUDA)
+    return "*(" + vt + "*)(" + address + ") = make_" + vt + "(" + fields + ");";
+  return "vstore" + std::to_string(lanes) + "((" + vt + ")(" + fields + "), 0, " + address + ");";
 }
 
 void FunctionEmitter::emit_host_launcher(const DeviceFunc& f, int device_type) {

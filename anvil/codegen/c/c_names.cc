@@ -113,7 +113,8 @@ const std::unordered_set<std::string>& reserved_names() {
       "tanhf", "erf", "erff", "pow", "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf",
       "round", "roundf", "nearbyint", "nearbyintf", "trunc", "truncf", "fma", "fmaf", "sin", "sinf",
       "cos", "cosf", "tan", "tanf", "asin", "asinf", "acos", "acosf", "atan", "atanf", "sinh",
-      "sinhf", "cosh", "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "fmod", "fmodf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
+      "sinhf", "cosh", "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "fmod",
+      "fmodf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
       "memset", "malloc", "free",
       // the kernel ABI
       "args", "nargs", "ctx", "lane", "begin", "end", "closure", "captured"};

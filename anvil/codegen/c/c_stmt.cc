@@ -323,7 +323,20 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
   const Expr& predicate = op->predicate;
   if (lanes == elem_lanes) sub = "lane";
 
+  // A dense aligned store on a GPU: the lanes' values into an array, then one vector store.
+  if (!predicate.defined() && elem_lanes == 1) {
+    if (std::optional<std::string> address = vector_address(info, index, lanes)) {
+      std::string values = names_.fresh(info.name + "_value");
+      CExpr v = expr(op->value, &lane);
+      flush_prelude();
+      line(c_type(t, values) + " " + values + "[" + std::to_string(lanes) + "];");
+      line(loop_head(lanes) + " " + values + "[lane] = " + v.text + ";");
+      line(vector_store(t, *address, values));
+      return;
+    }
+  }
   CExpr value;
+  if (predicate.defined()) ++conditional_;  // the value is computed only where the mask is set
   if (store_needs_copy(op)) {
     // Every lane's value first, then the stores.
     std::string copy = names_.fresh(info.name + "_value");
@@ -335,6 +348,7 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
   } else {
     value = expr(op->value, &lane);
   }
+  if (predicate.defined()) --conditional_;
   // An index or predicate that reads the stored buffer is computed before any store, too.
   auto before_stores = [&](const Expr& e, const char* hint) {
     LoadsOf reads(op->buffer->data.get());
