@@ -241,7 +241,19 @@ void check_device_array(const char* role, size_t i, const TensorInfo& info, cons
               t->dtype.bits == info.dtype.bits && t->dtype.lanes == info.dtype.lanes &&
               t->ndim == static_cast<int32_t>(info.shape.size()) && t->strides == nullptr;
   for (int32_t d = 0; same && d < t->ndim; ++d) same = t->shape[d] == info.shape[d];
-  if (same) return;
+  if (same) {
+    // The kernels read and write device memory 16 bytes at a time where they can.
+    std::string what = std::string(role) + " " + std::to_string(i) + " '" + info.name + "': ";
+    if (t->byte_offset % ANVIL_ALIGNMENT != 0)
+      throw InputError(what + "byte_offset " + std::to_string(t->byte_offset) +
+                       " is not a multiple of " + std::to_string(ANVIL_ALIGNMENT) +
+                       " (copy it into an array of its own)");
+    if (device.device_type == kDLCUDA &&
+        reinterpret_cast<uintptr_t>(t->data) % ANVIL_ARG_ALIGNMENT != 0)
+      throw InputError(what + "device address is not " + std::to_string(ANVIL_ARG_ALIGNMENT) +
+                       "-byte aligned (copy it into an array of its own)");
+    return;
+  }
   std::string expected = to_string(device) + " " + to_string(info.dtype) + "[";
   for (size_t d = 0; d < info.shape.size(); ++d)
     expected += (d ? ", " : "") + std::to_string(info.shape[d]);

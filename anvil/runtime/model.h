@@ -97,10 +97,12 @@ class Model {
   std::vector<NDArray> run(const std::vector<NDArray>& inputs, void* stream) const;
   // A GPU model on device arrays of its device (DLTensors whose data is the device's handle, as
   // device_api.h describes): `inputs` in the order of inputs(), `outputs` in the order of
-  // outputs(), each of its shape and dtype and compact; the outputs are written in place and
-  // nothing passes through the host. Returns once they are written. On a device with graphs the
-  // runs are recorded and replayed (graph_executor.h, device_run_counts); other arrays than the
-  // last run's record again. Throws InputError for a CPU model or arrays that do not match
+  // outputs(), each of its shape and dtype and compact, its byte_offset a multiple of
+  // ANVIL_ALIGNMENT (a CUDA array's address ANVIL_ARG_ALIGNMENT-aligned, as cudaMalloc's and
+  // PyTorch's allocations are; a view at another offset is refused); the outputs are written in
+  // place and nothing passes through the host. Returns once they are written. On a device with
+  // graphs the runs are recorded and replayed (graph_executor.h, device_run_counts); other arrays
+  // than the last run's record again. Throws InputError for a CPU model or arrays that do not match
   // (naming which), std::runtime_error for a kernel that fails.
   void run_device(const std::vector<const DLTensor*>& inputs,
                   const std::vector<const DLTensor*>& outputs, void* stream = nullptr) const;

@@ -128,6 +128,16 @@ TEST(GpuBuild, RunsOnDeviceArrays) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("input 0"));
     EXPECT_THAT(e.what(), ::testing::HasSubstr("expected opencl:0 float32[1, 4, 84, 84]"));
   }
+  // A view at an offset the kernels' vector accesses cannot take is refused, naming it.
+  DLTensor shifted = *in_device.args()[0];
+  shifted.byte_offset = 4;
+  try {
+    m.run_device({&shifted}, out_device.args());
+    ADD_FAILURE() << "a misaligned view was taken";
+  } catch (const runtime::InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("input 0 '"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("byte_offset 4 is not a multiple of 64"));
+  }
   // Host arrays are not device arrays.
   const DLTensor* host_in[] = {inputs[0].get()};
   EXPECT_THROW(m.run_device({host_in[0]}, out_device.args()), runtime::InputError);

@@ -297,6 +297,8 @@ CExpr FunctionEmitter::load(const Load* op, const CExpr* lane) {
       return {name + "[" + lane->text + "]", kPostfix};
     }
   }
+  // Under a mask, C reads the address only where the mask is set.
+  if (op->predicate.defined()) ++conditional_;
   std::string address;
   CExpr index_lane;
   if (elem_lanes == 1) {
@@ -313,6 +315,7 @@ CExpr FunctionEmitter::load(const Load* op, const CExpr* lane) {
   CExpr value{info.name + "[" + address + "]", kPostfix};
   if (info.dtype.is_bool()) value = {value.text + " != 0", kEquality};
   if (!op->predicate.defined()) return value;
+  --conditional_;
   // A masked-off lane reads no memory.
   CExpr p = expr(op->predicate, &index_lane);
   CExpr zero = op->type.is_float() ? float_literal(op->type, 0.0) : CExpr{"0", kPostfix};

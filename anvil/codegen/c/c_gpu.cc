@@ -200,10 +200,10 @@ void FunctionEmitter::hoist_vector_load(const std::string& name, DataType t,
   std::string load = module_.dialect == Dialect::kCUDA
                          ? "*(const " + vt + "*)(" + address + ")"
                          : "vload" + std::to_string(lanes) + "(0, " + address + ")";
-  prelude_.push_back("const " + vt + " " + name + "_" + vt + " = " + load + ";");
+  std::string vector = names_.fresh(name + "_" + vt);
+  prelude_.push_back("const " + vt + " " + vector + " = " + load + ";");
   std::string fields;
-  for (int l = 0; l < lanes; ++l)
-    fields += std::string(l ? ", " : "") + name + "_" + vt + "." + "xyzw"[l];
+  for (int l = 0; l < lanes; ++l) fields += std::string(l ? ", " : "") + vector + "." + "xyzw"[l];
   prelude_.push_back("const " + scalar + " " + name + "[" + std::to_string(lanes) + "] = {" +
                      fields + "};");
 }

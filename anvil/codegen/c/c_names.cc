@@ -116,6 +116,10 @@ const std::unordered_set<std::string>& reserved_names() {
       "sinhf", "cosh", "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "fmod",
       "fmodf", "isnan", "isinf", "signbit", "fmin", "fmax", "fminf", "fmaxf", "abs", "memcpy",
       "memset", "malloc", "free",
+      // GPU vector types and the functions that load, store and make them
+      "float2", "float4", "int2", "int4", "uint2", "uint4", "make_float2", "make_float4",
+      "make_int2", "make_int4", "make_uint2", "make_uint4", "vload2", "vload4", "vstore2",
+      "vstore4",
       // the kernel ABI
       "args", "nargs", "ctx", "lane", "begin", "end", "closure", "captured"};
   return names;

@@ -358,7 +358,9 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
     hoist(copy, e);
     return CExpr{copy + "[" + elem_lane.text + "]", kPostfix};
   };
+  if (predicate.defined()) ++conditional_;  // the address too is formed only under the mask
   CExpr i = before_stores(index, "_index");
+  if (predicate.defined()) --conditional_;
   std::string address = elem_lanes == 1 ? i.text
                                         : paren(i, kMultiplicative) + " * " +
                                               std::to_string(elem_lanes) + " + " + sub;
