@@ -140,14 +140,15 @@ std::pair<int64_t, int64_t> axis_tile(const std::vector<int64_t>& shape,
   return {t, largest_divisor(e / t, f)};
 }
 
-// The blocks a tiling launches: the leading dimensions times each tiled axis's blocks.
+// The blocks the default rule's tiling launches: the leading dimensions times each tiled axis's
+// blocks.
 int64_t grid_blocks(const std::vector<int64_t>& shape, const std::vector<GpuTileAxis>& axes,
-                    const TileRule& rule, const Config& config, const std::string& out) {
+                    const TileRule& rule) {
   size_t first = shape.size() - axes.size();
   int64_t blocks = 1;
   for (size_t d = 0; d < first; ++d) blocks *= shape[d];
   for (size_t j = 0; j < axes.size(); ++j) {
-    auto [t, f] = axis_tile(shape, axes, j, rule, config, out);
+    auto [t, f] = axis_tile(shape, axes, j, rule, {}, "");
     blocks *= shape[first + j] / (t * f);
   }
   return blocks;
@@ -234,7 +235,7 @@ ConfigSpace gpu_tiled_space(const std::vector<int64_t>& out, int64_t k,
   space.push_back({"double_buffer", {0, 1}});
   space.push_back({"vector_fetch", {1, 0}});
   if (!split_k) return space;
-  std::vector<int64_t> parts = {k_split_rule(grid_blocks(out, axes, r, {}, ""), k, target)};
+  std::vector<int64_t> parts = {k_split_rule(grid_blocks(out, axes, r), k, target)};
   for (int64_t p : k_split_values(k))
     if (p != parts[0]) parts.push_back(p);
   if (parts[0] != 1) parts.insert(parts.begin() + 1, 1);
@@ -268,10 +269,9 @@ void schedule_gpu_tiled(te::Schedule& s, const std::vector<te::Tensor>& outs,
   TileRule rule = tile_rule(shape, k, axes, max_k_tile);
   // Without a k_split knob: the rule when untuned (no knobs at all); no split for a configuration
   // tuned before the knob existed, so that such records run as they were measured.
-  int64_t parts = knob(
-      config, "k_split",
-      config.empty() ? k_split_rule(grid_blocks(shape, axes, rule, config, out.name()), k, target)
-                     : 1);
+  int64_t parts =
+      knob(config, "k_split",
+           config.empty() ? k_split_rule(grid_blocks(shape, axes, rule), k, target) : 1);
   ANVIL_CHECK(parts >= 1 && k % parts == 0, "tiled GPU schedule of '", out.name(), "': k_split ",
               parts, " does not divide the reduction's extent ", k);
   te::Tensor tiled = out;

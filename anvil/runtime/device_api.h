@@ -167,8 +167,11 @@ class OwnedBuffer {
   OwnedBuffer& operator=(const OwnedBuffer&) = delete;
   ~OwnedBuffer() {
     try {
-      if (data_ && kHost) device_->free_host(data_);
-      if (data_ && !kHost) device_->free(data_);
+      if constexpr (kHost) {
+        if (data_) device_->free_host(data_);
+      } else {
+        if (data_) device_->free(data_);
+      }
     } catch (...) {
     }
   }

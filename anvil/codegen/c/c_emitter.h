@@ -215,7 +215,8 @@ class FunctionEmitter : public ir::IRVisitor {
   int indent_ = 0;
   std::vector<std::string> prelude_;
   // Above zero while printing what C evaluates only under a condition (a Select's values, a
-  // predicated store's value): loads there stay in place rather than hoisted into the prelude.
+  // masked load's address, a masked store's value and address): loads there stay in place
+  // rather than hoisted into the prelude.
   int conditional_ = 0;
   std::vector<std::string> workspaces_;  // live AnvilWorkspaceAlloc pointers, innermost last
   std::unordered_map<const ir::Variable*, std::string> shared_names_;  // a kernel's shared arrays

@@ -336,7 +336,8 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
     }
   }
   CExpr value;
-  if (predicate.defined()) ++conditional_;  // the value is computed only where the mask is set
+  // Under a mask, the value and the address are formed only where it is set.
+  if (predicate.defined()) ++conditional_;
   if (store_needs_copy(op)) {
     // Every lane's value first, then the stores.
     std::string copy = names_.fresh(info.name + "_value");
@@ -348,7 +349,6 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
   } else {
     value = expr(op->value, &lane);
   }
-  if (predicate.defined()) --conditional_;
   // An index or predicate that reads the stored buffer is computed before any store, too.
   auto before_stores = [&](const Expr& e, const char* hint) {
     LoadsOf reads(op->buffer->data.get());
@@ -358,7 +358,6 @@ void FunctionEmitter::emit_vector_store(const Store* op, const BufferInfo& info)
     hoist(copy, e);
     return CExpr{copy + "[" + elem_lane.text + "]", kPostfix};
   };
-  if (predicate.defined()) ++conditional_;  // the address too is formed only under the mask
   CExpr i = before_stores(index, "_index");
   if (predicate.defined()) --conditional_;
   std::string address = elem_lanes == 1 ? i.text
